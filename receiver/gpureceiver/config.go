@@ -1,0 +1,137 @@
+package gpureceiver // import "github.com/otelcol-gpu/otelcol-gpu/receiver/gpureceiver"
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.opentelemetry.io/collector/scraper/scraperhelper"
+
+	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpureceiver/internal/metadata"
+	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpureceiver/internal/simulator"
+)
+
+// Backends the receiver can read GPUs from.
+const (
+	// BackendNVML reads real GPUs through the driver's libnvidia-ml.so.1.
+	BackendNVML = "nvml"
+	// BackendSimulated reads deterministic simulated GPUs; no driver needed.
+	BackendSimulated = "simulated"
+)
+
+// Config is the `gpu` receiver's configuration.
+type Config struct {
+	scraperhelper.ControllerConfig `mapstructure:",squash"`
+	metadata.MetricsBuilderConfig  `mapstructure:",squash"`
+
+	// Backend is where GPU data comes from: "nvml" (default) or "simulated".
+	Backend string `mapstructure:"backend"`
+	// NVML configures the nvml backend.
+	NVML NVMLConfig `mapstructure:"nvml"`
+	// Simulated configures the simulated backend.
+	Simulated SimulatedConfig `mapstructure:"simulated"`
+	// IncludeDevices limits the receiver to these GPUs, each given by NVML index ("0") or
+	// UUID ("GPU-…"). Empty means every GPU.
+	IncludeDevices []string `mapstructure:"include_devices"`
+	// HostName is the host.name resource attribute. Defaults to the OS host name; in a
+	// Kubernetes DaemonSet set it to the node name (the pod's host name is the pod's name).
+	HostName string `mapstructure:"host_name"`
+}
+
+// NVMLConfig configures how the NVML library is loaded.
+type NVMLConfig struct {
+	// LibraryPath is an absolute path to libnvidia-ml.so.1. Empty means the dynamic
+	// linker's search path (what the NVIDIA container toolkit sets up).
+	LibraryPath string `mapstructure:"library_path"`
+	// InitRetry is the back-off between failed NVML initialisations.
+	InitRetry InitRetryConfig `mapstructure:"init_retry"`
+}
+
+// InitRetryConfig is an exponential back-off: InitialInterval, doubling up to MaxInterval.
+type InitRetryConfig struct {
+	InitialInterval time.Duration `mapstructure:"initial_interval"`
+	MaxInterval     time.Duration `mapstructure:"max_interval"`
+}
+
+// SimulatedConfig selects the simulated machine.
+type SimulatedConfig struct {
+	// System is one of dgxa100, dgxh100, dgxh200, dgxb200 (eight GPUs each).
+	System string `mapstructure:"system"`
+	// Scenario is what the GPUs do, e.g. steady-training, idle, memory-leak.
+	Scenario string `mapstructure:"scenario"`
+	// Seed makes runs reproducible: same seed, same values.
+	Seed int64 `mapstructure:"seed"`
+}
+
+// Validate reports every invalid field, each error naming its field. The embedded
+// collection settings are validated by the collector itself.
+func (cfg *Config) Validate() error {
+	var errs []error
+	if cfg.Timeout > 0 && cfg.CollectionInterval > 0 && cfg.Timeout > cfg.CollectionInterval {
+		errs = append(errs, fmt.Errorf("timeout: %s must not exceed collection_interval (%s)", cfg.Timeout, cfg.CollectionInterval))
+	}
+	switch cfg.Backend {
+	case BackendNVML:
+		errs = append(errs, cfg.NVML.validate()...)
+	case BackendSimulated:
+		errs = append(errs, cfg.Simulated.validate()...)
+	default:
+		errs = append(errs, fmt.Errorf("backend: must be %q or %q, got %q", BackendNVML, BackendSimulated, cfg.Backend))
+	}
+	errs = append(errs, validateDeviceFilter(cfg.IncludeDevices)...)
+	return errors.Join(errs...)
+}
+
+func (c NVMLConfig) validate() []error {
+	var errs []error
+	if c.LibraryPath != "" && !filepath.IsAbs(c.LibraryPath) {
+		errs = append(errs, fmt.Errorf("nvml.library_path: must be an absolute path, got %q", c.LibraryPath))
+	}
+	if c.InitRetry.InitialInterval <= 0 {
+		errs = append(errs, fmt.Errorf("nvml.init_retry.initial_interval: must be positive, got %s", c.InitRetry.InitialInterval))
+	}
+	if c.InitRetry.MaxInterval < c.InitRetry.InitialInterval {
+		errs = append(errs, fmt.Errorf("nvml.init_retry.max_interval: must be at least initial_interval (%s), got %s", c.InitRetry.InitialInterval, c.InitRetry.MaxInterval))
+	}
+	return errs
+}
+
+func (c SimulatedConfig) validate() []error {
+	var errs []error
+	if !slices.Contains(simulator.Systems(), c.System) {
+		errs = append(errs, fmt.Errorf("simulated.system: must be one of %s, got %q", strings.Join(simulator.Systems(), ", "), c.System))
+	}
+	if !slices.Contains(simulator.Scenarios(), c.Scenario) {
+		errs = append(errs, fmt.Errorf("simulated.scenario: must be one of %s, got %q", strings.Join(simulator.Scenarios(), ", "), c.Scenario))
+	}
+	return errs
+}
+
+func validateDeviceFilter(entries []string) []error {
+	var errs []error
+	seen := map[string]bool{}
+	for i, e := range entries {
+		field := fmt.Sprintf("include_devices[%d]", i)
+		switch {
+		case strings.HasPrefix(e, "GPU-") && len(e) > len("GPU-"):
+		case isIndex(e):
+		default:
+			errs = append(errs, fmt.Errorf("%s: must be a GPU index (\"0\") or UUID (\"GPU-…\"), got %q", field, e))
+			continue
+		}
+		if seen[e] {
+			errs = append(errs, fmt.Errorf("%s: %q is listed twice", field, e))
+		}
+		seen[e] = true
+	}
+	return errs
+}
+
+func isIndex(s string) bool {
+	n, err := strconv.Atoi(s)
+	return err == nil && n >= 0 && strconv.Itoa(n) == s
+}

@@ -1,0 +1,94 @@
+package gpureceiver // import "github.com/otelcol-gpu/otelcol-gpu/receiver/gpureceiver"
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.uber.org/zap"
+
+	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpureceiver/internal/metadata"
+	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpureceiver/internal/nvmlclient"
+)
+
+// deviceRead is one scrape of one GPU. It classifies every NVML answer in one place:
+// success, "no such value here" (skipped quietly), "the GPU is gone" (the rest of this GPU
+// is skipped), or an unexpected error (reported, rate-limited in the log).
+type deviceRead struct {
+	s      *gpuScraper
+	lib    nvml.Interface
+	dev    *gpuDevice
+	mb     *metadata.MetricsBuilder
+	now    pcommon.Timestamp
+	fields fieldValues
+	errs   []error
+	failed int
+	gone   bool
+}
+
+func newDeviceRead(s *gpuScraper, lib nvml.Interface, d *gpuDevice, now pcommon.Timestamp) *deviceRead {
+	return &deviceRead{s: s, lib: lib, dev: d, mb: s.mb, now: now}
+}
+
+// recordAll reads every subsystem in turn; each one stops early once the GPU is gone.
+func (r *deviceRead) recordAll() {
+	r.readFields()
+	r.recordUtilization()
+	r.recordMemory()
+	r.recordTemperature()
+	r.recordPower()
+	r.recordClocks()
+	r.recordPCIe()
+	if !r.gone && r.dev.gone {
+		r.s.logger.Info("GPU answers again", zap.Int("gpu", r.dev.index), zap.String("uuid", r.dev.uuid))
+		r.dev.gone = false
+	}
+}
+
+// skip is true when a call should not be made: the GPU is gone, or the call is known to be
+// unsupported on it.
+func (r *deviceRead) skip(call string) bool {
+	return r.gone || r.dev.unsupported[call]
+}
+
+// ok classifies an NVML answer and reports whether its value can be used.
+func (r *deviceRead) ok(call string, ret nvml.Return) bool {
+	if ret == nvml.SUCCESS {
+		delete(r.dev.warned, call)
+		return true
+	}
+	switch {
+	case r.gone:
+	case nvmlclient.IsDeviceGone(ret):
+		r.gone = true
+		r.failed++
+		r.errs = append(r.errs, nvmlclient.NewError(call, ret))
+		if !r.dev.gone {
+			r.s.logger.Error("GPU stopped answering; its metrics are skipped until it answers again",
+				zap.Int("gpu", r.dev.index), zap.String("uuid", r.dev.uuid), zap.String("nvml_error", nvmlclient.ReturnName(ret)))
+			r.dev.gone = true
+		}
+	case ret == nvml.ERROR_NOT_SUPPORTED || ret == nvml.ERROR_FUNCTION_NOT_FOUND:
+		r.dev.unsupported[call] = true
+	case nvmlclient.IsNoData(ret):
+	default:
+		r.failed++
+		r.errs = append(r.errs, nvmlclient.NewError(call, ret))
+		if r.dev.warned[call] != ret {
+			r.s.logger.Warn("NVML call failed", zap.Int("gpu", r.dev.index), zap.String("call", call),
+				zap.String("nvml_error", nvmlclient.ReturnName(ret)))
+			r.dev.warned[call] = ret
+		}
+	}
+	return false
+}
+
+func (r *deviceRead) err() error {
+	if len(r.errs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("GPU %d (%s): %w", r.dev.index, r.dev.uuid, errors.Join(r.errs...))
+}
+
+func (r *deviceRead) metrics() *metadata.MetricsConfig { return &r.s.cfg.Metrics }

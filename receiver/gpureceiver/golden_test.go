@@ -1,0 +1,51 @@
+package gpureceiver
+
+import (
+	"context"
+	"flag"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/golden"
+	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/pdatatest/pmetrictest"
+	"github.com/stretchr/testify/require"
+
+	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpureceiver/internal/simulator"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
+
+// TestScrapeGolden scrapes every simulated system in every scenario at a fixed simulated
+// time and compares with the golden files. Run `go test -run TestScrapeGolden -update` to
+// rewrite them after an intended change, and review the diff.
+func TestScrapeGolden(t *testing.T) {
+	for _, system := range simulator.Systems() {
+		for _, scenario := range simulator.Scenarios() {
+			t.Run(system+"/"+scenario, func(t *testing.T) {
+				clock := newFakeClock()
+				sim := newSim(t, system, scenario, clock)
+				s := startedScraper(t, testConfig(), sim, clock)
+
+				clock.Advance(50 * time.Second)
+				_, err := s.scrape(context.Background())
+				require.NoError(t, err)
+				clock.Advance(10 * time.Second)
+				md, err := s.scrape(context.Background())
+				require.NoError(t, err)
+
+				path := filepath.Join("testdata", "golden", system+"-"+scenario+".yaml")
+				if *update {
+					require.NoError(t, golden.WriteMetrics(t, path, md))
+				}
+				want, err := golden.ReadMetrics(path)
+				require.NoError(t, err)
+				// The golden writer sorts and normalises timestamps; values must match exactly.
+				require.NoError(t, pmetrictest.CompareMetrics(want, md,
+					pmetrictest.IgnoreResourceMetricsOrder(), pmetrictest.IgnoreMetricsOrder(),
+					pmetrictest.IgnoreMetricDataPointsOrder(), pmetrictest.IgnoreTimestamp(),
+					pmetrictest.IgnoreStartTimestamp()))
+			})
+		}
+	}
+}

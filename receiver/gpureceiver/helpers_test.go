@@ -1,0 +1,139 @@
+package gpureceiver
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.opentelemetry.io/collector/receiver/receivertest"
+
+	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpureceiver/internal/metadata"
+	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpureceiver/internal/simulator"
+)
+
+// fakeClock is a settable clock shared by the simulator and the receiver.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newFakeClock() *fakeClock {
+	return &fakeClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+func testConfig() *Config {
+	cfg := createDefaultConfig().(*Config)
+	cfg.Backend = BackendSimulated
+	cfg.HostName = "gpu-node-1"
+	return cfg
+}
+
+func newSim(t *testing.T, system, scenario string, clock *fakeClock) *simulator.Simulator {
+	t.Helper()
+	sim, err := simulator.New(simulator.Options{System: system, Scenario: scenario, Seed: 1, Now: clock.Now})
+	require.NoError(t, err)
+	return sim
+}
+
+// startedScraper returns a scraper over lib, started against a no-op host.
+func startedScraper(t *testing.T, cfg *Config, lib nvml.Interface, clock *fakeClock) *gpuScraper {
+	t.Helper()
+	s := newGPUScraper(cfg, receivertest.NewNopSettings(metadata.Type), lib, clock.Now)
+	require.NoError(t, s.start(context.Background(), componenttest.NewNopHost()))
+	t.Cleanup(func() { require.NoError(t, s.shutdown(context.Background())) })
+	return s
+}
+
+// gpuResources returns the per-GPU resource metrics (those with hw.id), by UUID.
+func gpuResources(md pmetric.Metrics) map[string]pmetric.ResourceMetrics {
+	out := map[string]pmetric.ResourceMetrics{}
+	for i := 0; i < md.ResourceMetrics().Len(); i++ {
+		rm := md.ResourceMetrics().At(i)
+		if id, ok := rm.Resource().Attributes().Get("hw.id"); ok {
+			out[id.Str()] = rm
+		}
+	}
+	return out
+}
+
+// metricByName finds a metric in a resource, or fails.
+func findMetric(rm pmetric.ResourceMetrics, name string) (pmetric.Metric, bool) {
+	for i := 0; i < rm.ScopeMetrics().Len(); i++ {
+		ms := rm.ScopeMetrics().At(i).Metrics()
+		for j := 0; j < ms.Len(); j++ {
+			if ms.At(j).Name() == name {
+				return ms.At(j), true
+			}
+		}
+	}
+	return pmetric.Metric{}, false
+}
+
+// pointValue returns the value of the data point of a gauge or sum whose attributes
+// include attrs.
+func pointValue(t *testing.T, rm pmetric.ResourceMetrics, name string, attrs map[string]string) float64 {
+	t.Helper()
+	m, ok := findMetric(rm, name)
+	require.Truef(t, ok, "metric %s missing", name)
+	var dps pmetric.NumberDataPointSlice
+	switch m.Type() {
+	case pmetric.MetricTypeGauge:
+		dps = m.Gauge().DataPoints()
+	case pmetric.MetricTypeSum:
+		dps = m.Sum().DataPoints()
+	default:
+		t.Fatalf("metric %s has type %s", name, m.Type())
+	}
+	for i := 0; i < dps.Len(); i++ {
+		dp := dps.At(i)
+		if matches(dp.Attributes(), attrs) {
+			if dp.ValueType() == pmetric.NumberDataPointValueTypeInt {
+				return float64(dp.IntValue())
+			}
+			return dp.DoubleValue()
+		}
+	}
+	t.Fatalf("metric %s has no point with %v", name, attrs)
+	return 0
+}
+
+func matches(got pcommon.Map, want map[string]string) bool {
+	for k, v := range want {
+		a, ok := got.Get(k)
+		if !ok || a.AsString() != v {
+			return false
+		}
+	}
+	return true
+}
+
+// hostResource returns the receiver's host-level resource metrics.
+func hostResource(t *testing.T, md pmetric.Metrics) pmetric.ResourceMetrics {
+	t.Helper()
+	for i := 0; i < md.ResourceMetrics().Len(); i++ {
+		rm := md.ResourceMetrics().At(i)
+		if _, ok := rm.Resource().Attributes().Get("hw.id"); !ok {
+			return rm
+		}
+	}
+	t.Fatal("no host-level resource")
+	return pmetric.ResourceMetrics{}
+}

@@ -1,0 +1,228 @@
+package simulator
+
+import (
+	"fmt"
+	"hash/fnv"
+	"reflect"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
+)
+
+// Options select what is simulated.
+type Options struct {
+	System   string // dgxa100 | dgxh100 | dgxh200 | dgxb200
+	Scenario string // see Scenarios()
+	Seed     int64
+	// Now is the simulator's clock; values are a function of Now() - (Now() at New).
+	Now func() time.Time
+}
+
+// Simulator implements nvml.Interface. Functions the receiver uses are methods of
+// Simulator and Device; everything else falls through to go-nvml's mock server, where
+// unset functions answer ERROR_NOT_SUPPORTED instead of panicking.
+type Simulator struct {
+	*server.Server
+
+	machine  *machine
+	scenario scenario
+	now      func() time.Time
+	start    time.Time
+	devices  []*Device
+
+	mu             sync.Mutex
+	calls          map[string]int64
+	missingSymbols map[string]bool
+}
+
+var _ nvml.Interface = (*Simulator)(nil)
+
+// New builds a simulator for one system and scenario.
+func New(opts Options) (*Simulator, error) {
+	sys, err := lookupSystem(opts.System)
+	if err != nil {
+		return nil, err
+	}
+	sc, err := lookupScenario(opts.Scenario)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	srv := sys.newServer()
+	FillNotSupported(&srv.Interface)
+	s := &Simulator{
+		Server:         srv,
+		machine:        &machine{sys: sys, seed: opts.Seed},
+		scenario:       sc,
+		now:            opts.Now,
+		start:          opts.Now(),
+		calls:          map[string]int64{},
+		missingSymbols: map[string]bool{},
+	}
+	for i, d := range srv.Devices {
+		md := d.(*server.Device)
+		FillNotSupported(&md.Device)
+		s.devices = append(s.devices, newDevice(s, md, i, opts))
+	}
+	return s, nil
+}
+
+// deterministicUUID replaces the mock server's random UUIDs so that golden files are stable.
+func deterministicUUID(opts Options, index int) string {
+	h := fnv.New128a()
+	fmt.Fprintf(h, "%s/%d/%d", opts.System, opts.Seed, index)
+	b := h.Sum(nil)
+	return fmt.Sprintf("GPU-%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
+
+// FillNotSupported makes every unset XxxFunc of a go-nvml mock answer zero values and
+// ERROR_NOT_SUPPORTED: an unexpected call then looks like an old driver, not a panic.
+func FillNotSupported(mockStruct any) {
+	v := reflect.ValueOf(mockStruct).Elem()
+	returnType := reflect.TypeOf(nvml.SUCCESS)
+	for i := 0; i < v.NumField(); i++ {
+		f := v.Field(i)
+		if f.Kind() != reflect.Func || !f.IsNil() || !f.CanSet() {
+			continue
+		}
+		ft := f.Type()
+		if ft.NumOut() == 0 || ft.Out(ft.NumOut()-1) != returnType {
+			continue
+		}
+		f.Set(reflect.MakeFunc(ft, func([]reflect.Value) []reflect.Value {
+			out := make([]reflect.Value, ft.NumOut())
+			for j := 0; j < ft.NumOut()-1; j++ {
+				out[j] = reflect.Zero(ft.Out(j))
+			}
+			out[ft.NumOut()-1] = reflect.ValueOf(nvml.ERROR_NOT_SUPPORTED)
+			return out
+		}))
+	}
+}
+
+func (s *Simulator) count(call string) {
+	s.mu.Lock()
+	s.calls[call]++
+	s.mu.Unlock()
+}
+
+// Calls returns how often each NVML function was called, by name.
+func (s *Simulator) Calls() map[string]int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]int64, len(s.calls))
+	for k, v := range s.calls {
+		out[k] = v
+	}
+	return out
+}
+
+// TotalCalls is the number of NVML calls of any kind.
+func (s *Simulator) TotalCalls() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var n int64
+	for _, v := range s.calls {
+		n += v
+	}
+	return n
+}
+
+// SetSymbolMissing makes LookupSymbol report an entry point as absent (an older driver).
+func (s *Simulator) SetSymbolMissing(symbol string, missing bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.missingSymbols[symbol] = missing
+}
+
+// SetLost makes GPU `index` answer ERROR_GPU_IS_LOST to every call (fallen off the bus),
+// or brings it back.
+func (s *Simulator) SetLost(index int, lost bool) {
+	s.devices[index].lost.Store(lost)
+}
+
+// elapsed is the simulated time in seconds.
+func (s *Simulator) elapsed() float64 {
+	return s.now().Sub(s.start).Seconds()
+}
+
+// Init always succeeds: the simulator has no library to load.
+func (s *Simulator) Init() nvml.Return {
+	s.count("Init")
+	return nvml.SUCCESS
+}
+
+// InitWithFlags behaves as Init.
+func (s *Simulator) InitWithFlags(uint32) nvml.Return {
+	s.count("InitWithFlags")
+	return nvml.SUCCESS
+}
+
+// Shutdown releases nothing.
+func (s *Simulator) Shutdown() nvml.Return {
+	s.count("Shutdown")
+	return nvml.SUCCESS
+}
+
+// Extensions returns the simulator itself, which implements LookupSymbol.
+func (s *Simulator) Extensions() nvml.ExtendedInterface { return s }
+
+// LookupSymbol reports every NVML entry point as present unless SetSymbolMissing said otherwise.
+func (s *Simulator) LookupSymbol(symbol string) error {
+	s.count("LookupSymbol")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.missingSymbols[symbol] {
+		return fmt.Errorf("symbol %q not found", symbol)
+	}
+	return nil
+}
+
+// SystemGetDriverVersion returns the mock system's driver version.
+func (s *Simulator) SystemGetDriverVersion() (string, nvml.Return) {
+	s.count("SystemGetDriverVersion")
+	return s.DriverVersion, nvml.SUCCESS
+}
+
+// SystemGetNVMLVersion returns the mock system's NVML version.
+func (s *Simulator) SystemGetNVMLVersion() (string, nvml.Return) {
+	s.count("SystemGetNVMLVersion")
+	return s.NvmlVersion, nvml.SUCCESS
+}
+
+// SystemGetCudaDriverVersion returns the mock system's CUDA driver version.
+func (s *Simulator) SystemGetCudaDriverVersion() (int, nvml.Return) {
+	s.count("SystemGetCudaDriverVersion")
+	return s.CudaDriverVersion, nvml.SUCCESS
+}
+
+// DeviceGetCount returns the number of simulated GPUs.
+func (s *Simulator) DeviceGetCount() (int, nvml.Return) {
+	s.count("DeviceGetCount")
+	return len(s.devices), nvml.SUCCESS
+}
+
+// DeviceGetHandleByIndex returns GPU `index`.
+func (s *Simulator) DeviceGetHandleByIndex(index int) (nvml.Device, nvml.Return) {
+	s.count("DeviceGetHandleByIndex")
+	if index < 0 || index >= len(s.devices) {
+		return nil, nvml.ERROR_INVALID_ARGUMENT
+	}
+	return s.devices[index], nvml.SUCCESS
+}
+
+// DeviceGetHandleByUUID returns the GPU with that UUID.
+func (s *Simulator) DeviceGetHandleByUUID(uuid string) (nvml.Device, nvml.Return) {
+	s.count("DeviceGetHandleByUUID")
+	for _, d := range s.devices {
+		if strings.EqualFold(d.uuid, uuid) {
+			return d, nvml.SUCCESS
+		}
+	}
+	return nil, nvml.ERROR_NOT_FOUND
+}
