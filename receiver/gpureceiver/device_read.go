@@ -25,6 +25,11 @@ type deviceRead struct {
 	errs   []error
 	failed int
 	gone   bool
+	// rates caches nvmlDeviceGetUtilizationRates, which answers two metrics at once.
+	rates struct {
+		read, ok bool
+		value    nvml.Utilization
+	}
 }
 
 func newDeviceRead(s *gpuScraper, lib nvml.Interface, d *gpuDevice, now pcommon.Timestamp) *deviceRead {

@@ -59,11 +59,14 @@ func (r *deviceRead) recordUtilization() {
 
 // utilizationRates is read at most once per scrape (it carries both GPU and memory-copy).
 func (r *deviceRead) utilizationRates() (nvml.Utilization, bool) {
-	if r.skip(callGetUtilizationRates) {
-		return nvml.Utilization{}, false
+	if !r.rates.read {
+		r.rates.read = true
+		if !r.skip(callGetUtilizationRates) {
+			u, ret := r.dev.handle.GetUtilizationRates()
+			r.rates.value, r.rates.ok = u, r.ok(callGetUtilizationRates, ret)
+		}
 	}
-	u, ret := r.dev.handle.GetUtilizationRates()
-	return u, r.ok(callGetUtilizationRates, ret)
+	return r.rates.value, r.rates.ok
 }
 
 func (r *deviceRead) engineUtilization(kind nvml.SamplingType, call string, instant func() (uint32, uint32, nvml.Return)) (float64, bool) {

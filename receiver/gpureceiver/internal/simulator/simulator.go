@@ -1,8 +1,8 @@
 package simulator
 
 import (
+	"crypto/sha256"
 	"fmt"
-	"hash/fnv"
 	"reflect"
 	"strings"
 	"sync"
@@ -74,9 +74,7 @@ func New(opts Options) (*Simulator, error) {
 
 // deterministicUUID replaces the mock server's random UUIDs so that golden files are stable.
 func deterministicUUID(opts Options, index int) string {
-	h := fnv.New128a()
-	fmt.Fprintf(h, "%s/%d/%d", opts.System, opts.Seed, index)
-	b := h.Sum(nil)
+	b := sha256.Sum256(fmt.Appendf(nil, "%s/%d/%d", opts.System, opts.Seed, index))
 	return fmt.Sprintf("GPU-%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }
 

@@ -1,0 +1,3 @@
+module github.com/open-telemetry/opentelemetry-collector-contrib/pkg/semconvtest
+
+go 1.25

@@ -1,0 +1,75 @@
+package gpureceiver
+
+import (
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/confmap"
+	"go.opentelemetry.io/collector/confmap/confmaptest"
+
+	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpureceiver/internal/metadata"
+)
+
+// loadConfig unmarshals and validates one named configuration the way the collector does.
+func loadConfig(t *testing.T, name string) (*Config, error) {
+	t.Helper()
+	cm, err := confmaptest.LoadConf(filepath.Join("testdata", "config.yaml"))
+	require.NoError(t, err)
+	sub, err := cm.Sub(component.NewIDWithName(metadata.Type, name).String())
+	require.NoError(t, err)
+	cfg := createDefaultConfig().(*Config)
+	if err := sub.Unmarshal(cfg); err != nil {
+		return nil, err
+	}
+	return cfg, confmap.Validate(cfg)
+}
+
+func TestConfigDefaults(t *testing.T) {
+	cfg, err := loadConfig(t, "defaults")
+	require.NoError(t, err)
+	assert.Equal(t, BackendNVML, cfg.Backend)
+	assert.Equal(t, 10*time.Second, cfg.CollectionInterval)
+	assert.Equal(t, 5*time.Second, cfg.NVML.InitRetry.InitialInterval)
+	assert.Equal(t, 5*time.Minute, cfg.NVML.InitRetry.MaxInterval)
+	assert.True(t, cfg.Metrics.HwGpuUtilization.Enabled)
+}
+
+func TestConfigFullySet(t *testing.T) {
+	cfg, err := loadConfig(t, "simulated")
+	require.NoError(t, err)
+	assert.Equal(t, SimulatedConfig{System: "dgxb200", Scenario: "memory-leak", Seed: 42}, cfg.Simulated)
+	assert.Equal(t, time.Second, cfg.CollectionInterval)
+	assert.Equal(t, []string{"0", "3", "GPU-4f1c1a9e-0000-4000-8000-000000000000"}, cfg.IncludeDevices)
+	assert.Equal(t, "node-a", cfg.HostName)
+	assert.False(t, cfg.Metrics.NvidiaGpuPcieReplays.Enabled)
+}
+
+func TestConfigErrorsNameTheField(t *testing.T) {
+	for name, field := range map[string]string{
+		"bad_backend":             "backend:",
+		"zero_interval":           "collection_interval",
+		"negative_timeout":        "timeout",
+		"timeout_over_interval":   "timeout:",
+		"relative_library":        "nvml.library_path",
+		"zero_retry":              "nvml.init_retry.initial_interval",
+		"retry_max_below_initial": "nvml.init_retry.max_interval",
+		"bad_system":              "simulated.system",
+		"bad_scenario":            "simulated.scenario",
+		"bad_device":              "include_devices[0]",
+		"negative_index":          "include_devices[0]",
+		"duplicate_device":        "include_devices[1]",
+		"misspelt_key":            "colection_interval",
+		"unknown_metric":          "hw.gpu.nope",
+		"not_a_duration":          "collection_interval",
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := loadConfig(t, name)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), field)
+		})
+	}
+}

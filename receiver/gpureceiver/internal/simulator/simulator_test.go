@@ -1,0 +1,163 @@
+package simulator
+
+import (
+	"testing"
+	"time"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+type stepClock struct{ t time.Time }
+
+func (c *stepClock) Now() time.Time { return c.t }
+
+func newTestSim(t *testing.T, system, scenario string, seed int64) (*Simulator, *stepClock) {
+	t.Helper()
+	clock := &stepClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	s, err := New(Options{System: system, Scenario: scenario, Seed: seed, Now: clock.Now})
+	require.NoError(t, err)
+	return s, clock
+}
+
+func TestEveryRequestedSystemAndScenarioExists(t *testing.T) {
+	assert.Equal(t, []string{"dgxa100", "dgxb200", "dgxh100", "dgxh200"}, Systems())
+	for _, sc := range []string{"steady-training", "idle", "memory-leak"} {
+		assert.Contains(t, Scenarios(), sc)
+	}
+	_, err := New(Options{System: "dgx1", Scenario: "idle"})
+	assert.ErrorContains(t, err, "dgx1")
+	_, err = New(Options{System: "dgxh100", Scenario: "melting"})
+	assert.ErrorContains(t, err, "melting")
+}
+
+func TestSameSeedSameValuesOtherSeedOtherValues(t *testing.T) {
+	read := func(seed int64) (string, uint32) {
+		s, clock := newTestSim(t, "dgxh100", "steady-training", seed)
+		clock.t = clock.t.Add(37 * time.Second)
+		d, _ := s.DeviceGetHandleByIndex(2)
+		uuid, _ := d.GetUUID()
+		p, _ := d.GetPowerUsage()
+		return uuid, p
+	}
+	u1, p1 := read(7)
+	u2, p2 := read(7)
+	u3, p3 := read(8)
+	assert.Equal(t, u1, u2)
+	assert.Equal(t, p1, p2)
+	assert.NotEqual(t, u1, u3)
+	assert.NotEqual(t, p1, p3)
+}
+
+func TestUUIDsAndBusIDsAreDistinct(t *testing.T) {
+	s, _ := newTestSim(t, "dgxa100", "idle", 1)
+	uuids, buses := map[string]bool{}, map[string]bool{}
+	for i := range 8 {
+		d, ret := s.DeviceGetHandleByIndex(i)
+		require.Equal(t, nvml.SUCCESS, ret)
+		u, _ := d.GetUUID()
+		p, _ := d.GetPciInfo()
+		uuids[u] = true
+		buses[string(func() []byte {
+			var b []byte
+			for _, c := range p.BusId {
+				if c == 0 {
+					break
+				}
+				b = append(b, byte(c))
+			}
+			return b
+		}())] = true
+		byUUID, ret := s.DeviceGetHandleByUUID(u)
+		require.Equal(t, nvml.SUCCESS, ret)
+		assert.Same(t, d, byUUID)
+	}
+	assert.Len(t, uuids, 8)
+	assert.Len(t, buses, 8)
+}
+
+func TestEnergyOnlyGrowsAndMatchesPower(t *testing.T) {
+	s, clock := newTestSim(t, "dgxb200", "steady-training", 3)
+	d, _ := s.DeviceGetHandleByIndex(0)
+	var last uint64
+	for range 30 {
+		clock.t = clock.t.Add(700 * time.Millisecond)
+		e, ret := d.GetTotalEnergyConsumption()
+		require.Equal(t, nvml.SUCCESS, ret)
+		assert.GreaterOrEqual(t, e, last)
+		last = e
+	}
+	// 21 s at roughly 0.85 × 1000 W.
+	assert.InDelta(t, 21*850_000, float64(last), 21*120_000)
+}
+
+func TestMemoryLeakGrowsStepwiseToNearFull(t *testing.T) {
+	s, clock := newTestSim(t, "dgxh100", "memory-leak", 1)
+	d, _ := s.DeviceGetHandleByIndex(0)
+	var prev uint64
+	var grew int
+	for range 400 {
+		clock.t = clock.t.Add(time.Second)
+		m, ret := d.GetMemoryInfo()
+		require.Equal(t, nvml.SUCCESS, ret)
+		assert.GreaterOrEqual(t, m.Used, prev)
+		assert.Equal(t, m.Total, m.Used+m.Free)
+		if m.Used > prev && prev > 0 {
+			grew++
+		}
+		prev = m.Used
+	}
+	m, _ := d.GetMemoryInfo()
+	assert.Greater(t, float64(m.Used)/float64(m.Total), 0.95, "ends near full")
+	assert.Greater(t, grew, 20, "grows in many steps")
+}
+
+func TestSamplesRespectLastSeenAndBufferLength(t *testing.T) {
+	s, clock := newTestSim(t, "dgxh200", "idle", 1)
+	d, _ := s.DeviceGetHandleByIndex(1)
+	clock.t = clock.t.Add(300 * time.Second)
+	vt, all, ret := d.GetSamples(nvml.GPU_UTILIZATION_SAMPLES, 0)
+	require.Equal(t, nvml.SUCCESS, ret)
+	assert.Equal(t, nvml.VALUE_TYPE_UNSIGNED_INT, vt)
+	assert.Len(t, all, sampleBufferLen)
+	last := all[len(all)-1].TimeStamp
+	clock.t = clock.t.Add(5 * time.Second)
+	_, newer, _ := d.GetSamples(nvml.GPU_UTILIZATION_SAMPLES, last)
+	assert.Len(t, newer, 5)
+	_, _, ret = d.GetSamples(nvml.TOTAL_POWER_SAMPLES, 0)
+	assert.Equal(t, nvml.ERROR_NOT_SUPPORTED, ret)
+}
+
+func TestLostGPUAnswersGPUIsLostAndComesBack(t *testing.T) {
+	s, _ := newTestSim(t, "dgxh100", "idle", 1)
+	d, _ := s.DeviceGetHandleByIndex(4)
+	s.SetLost(4, true)
+	_, ret := d.GetPowerUsage()
+	assert.Equal(t, nvml.ERROR_GPU_IS_LOST, ret)
+	assert.Equal(t, nvml.ERROR_GPU_IS_LOST, d.GetFieldValues([]nvml.FieldValue{{FieldId: nvml.FI_DEV_MEMORY_TEMP}}))
+	other, _ := s.DeviceGetHandleByIndex(5)
+	_, ret = other.GetPowerUsage()
+	assert.Equal(t, nvml.SUCCESS, ret)
+	s.SetLost(4, false)
+	_, ret = d.GetPowerUsage()
+	assert.Equal(t, nvml.SUCCESS, ret)
+}
+
+func TestUnimplementedCallsAnswerNotSupportedInsteadOfPanicking(t *testing.T) {
+	s, _ := newTestSim(t, "dgxa100", "idle", 1)
+	d, _ := s.DeviceGetHandleByIndex(0)
+	_, ret := d.GetSerial()
+	assert.Equal(t, nvml.ERROR_NOT_SUPPORTED, ret)
+	_, ret = s.SystemGetProcessName(1)
+	assert.Equal(t, nvml.ERROR_NOT_SUPPORTED, ret)
+}
+
+func TestCallsAreCounted(t *testing.T) {
+	s, _ := newTestSim(t, "dgxa100", "idle", 1)
+	d, _ := s.DeviceGetHandleByIndex(0)
+	_, _ = d.GetPowerUsage()
+	_, _ = d.GetPowerUsage()
+	assert.Equal(t, int64(2), s.Calls()["DeviceGetPowerUsage"])
+	assert.Equal(t, int64(3), s.TotalCalls())
+}
