@@ -1,0 +1,122 @@
+//go:build gpu
+
+package gpureceiver
+
+// Hardware tests: run on a machine with an NVIDIA GPU and driver (`make test-gpu`). They
+// read the real GPUs through the production path and check that what comes out is
+// physically plausible. Set GPU_TEST_EXPECT_BUSY=1 while a workload keeps every GPU busy
+// to also check that utilization and power show it.
+
+import (
+	"context"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/receiver/receivertest"
+
+	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpureceiver/internal/metadata"
+)
+
+func realScraper(t *testing.T) (*gpuScraper, nvml.Interface) {
+	t.Helper()
+	lib := nvml.New()
+	cfg := createDefaultConfig().(*Config)
+	cfg.HostName = "hardware-test"
+	s := newGPUScraper(cfg, receivertest.NewNopSettings(metadata.Type), lib, time.Now)
+	require.NoError(t, s.start(context.Background(), componenttest.NewNopHost()))
+	t.Cleanup(func() { require.NoError(t, s.shutdown(context.Background())) })
+	require.True(t, s.session.Initialized(), "NVML must initialise on a GPU machine")
+	return s, lib
+}
+
+func TestHardwareEveryGPUReportsPlausibleValues(t *testing.T) {
+	s, lib := realScraper(t)
+	count, ret := lib.DeviceGetCount()
+	require.Equal(t, nvml.SUCCESS, ret)
+	require.Positive(t, count)
+	for _, sym := range []string{"nvmlDeviceGetMemoryInfo_v2", "nvmlDeviceGetFieldValues", "nvmlDeviceGetSamples", "nvmlDeviceGetCurrentClocksEventReasons", "nvmlGpmMetricsGet"} {
+		t.Logf("symbol %s present: %v", sym, s.session.HasSymbol(sym))
+	}
+
+	first, err := s.scrape(context.Background())
+	require.NoError(t, err)
+	time.Sleep(3 * time.Second)
+	md, err := s.scrape(context.Background())
+	require.NoError(t, err, "a healthy GPU scrapes without errors")
+
+	gpus := gpuResources(md)
+	require.Len(t, gpus, count)
+	busID := regexp.MustCompile(`^[0-9A-F]{8}:[0-9A-F]{2}:[0-9A-F]{2}\.[0-9]$`)
+	busy := os.Getenv("GPU_TEST_EXPECT_BUSY") == "1"
+	for uuid, gpu := range gpus {
+		attrs := gpu.Resource().Attributes().AsRaw()
+		t.Logf("GPU %v: %v", uuid, attrs)
+		assert.True(t, strings.HasPrefix(uuid, "GPU-"))
+		assert.NotEmpty(t, attrs["hw.model"])
+		assert.NotEmpty(t, attrs["hw.driver_version"])
+		assert.Regexp(t, busID, attrs["nvidia.gpu.pci_bus_id"])
+
+		util := pointValue(t, gpu, "hw.gpu.utilization", map[string]string{"hw.gpu.task": "general"})
+		used := pointValue(t, gpu, "hw.gpu.memory.usage", nil)
+		limit := pointValue(t, gpu, "hw.gpu.memory.limit", nil)
+		free := pointValue(t, gpu, "nvidia.gpu.memory.free", nil)
+		temp := pointValue(t, gpu, "hw.temperature", map[string]string{"hw.sensor_location": "gpu"})
+		power := pointValue(t, gpu, "hw.power", nil)
+		powerLimit := pointValue(t, gpu, "nvidia.gpu.power.limit", map[string]string{"nvidia.gpu.power.limit_type": "enforced"})
+		energy := pointValue(t, gpu, "hw.energy", nil)
+		sm := pointValue(t, gpu, "nvidia.gpu.clock.frequency", map[string]string{"nvidia.gpu.clock.type": "sm"})
+		mem := pointValue(t, gpu, "nvidia.gpu.clock.frequency", map[string]string{"nvidia.gpu.clock.type": "memory"})
+		t.Logf("util=%.2f fb=%.0f/%.0f MiB free=%.0f MiB temp=%.0fC power=%.1f/%.0f W energy=%.0f J sm=%.0f MHz mem=%.0f MHz",
+			util, used/(1<<20), limit/(1<<20), free/(1<<20), temp, power, powerLimit, energy, sm/1e6, mem/1e6)
+
+		assert.GreaterOrEqual(t, util, 0.0)
+		assert.LessOrEqual(t, util, 1.0)
+		assert.Positive(t, used)
+		assert.LessOrEqual(t, used, limit)
+		assert.InDelta(t, limit, used+free, limit*0.01, "used + free ≈ total")
+		assert.Greater(t, temp, 10.0)
+		assert.Less(t, temp, 110.0)
+		assert.Positive(t, power)
+		assert.Less(t, power, powerLimit*1.3)
+		assert.Positive(t, sm)
+		assert.Positive(t, mem)
+		prevEnergy := pointValue(t, gpuResources(first)[uuid], "hw.energy", nil)
+		assert.Greater(t, energy, prevEnergy, "the energy counter grows while the GPU is powered")
+		if busy {
+			assert.Greater(t, util, 0.5, "utilization shows the running workload")
+			assert.Greater(t, power, 150.0, "power shows the running workload")
+		}
+	}
+}
+
+// TestHardwareSampledUtilizationAgreesWithInstant compares the interval average (from the
+// driver's sample buffer) with nvmlDeviceGetUtilizationRates: both are percentages of the
+// same engine, so on a steady workload they must be close. This pins the unit of the sample
+// values on a real driver.
+func TestHardwareSampledUtilizationAgreesWithInstant(t *testing.T) {
+	_, lib := realScraper(t)
+	d, ret := lib.DeviceGetHandleByIndex(0)
+	require.Equal(t, nvml.SUCCESS, ret)
+	vt, samples, ret := d.GetSamples(nvml.GPU_UTILIZATION_SAMPLES, 0)
+	require.Equal(t, nvml.SUCCESS, ret)
+	require.NotEmpty(t, samples)
+	sum := 0.0
+	for _, smp := range samples {
+		v, ok := decodeSample(vt, smp.SampleValue)
+		require.True(t, ok, "value type %d", vt)
+		sum += v
+	}
+	avg := sum / float64(len(samples))
+	u, ret := d.GetUtilizationRates()
+	require.Equal(t, nvml.SUCCESS, ret)
+	t.Logf("%d samples, value type %d, average %.1f %%, instant %d %%", len(samples), vt, avg, u.Gpu)
+	assert.LessOrEqual(t, avg, 100.0)
+	assert.InDelta(t, float64(u.Gpu), avg, 35, "sample average and instant utilization measure the same thing")
+}

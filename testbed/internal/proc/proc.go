@@ -1,0 +1,175 @@
+// Package proc starts the external programs the testbed drives (Prometheus, the collector)
+// and stops them when the test ends.
+package proc // import "github.com/otelcol-gpu/otelcol-gpu/testbed/internal/proc"
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// FreePort returns a loopback port that was free a moment ago.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("no free port: %v", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// Process is a started program whose output is kept for failure messages.
+type Process struct {
+	Name string
+	cmd  *exec.Cmd
+	out  *syncBuffer
+	done chan struct{}
+	err  error
+}
+
+// syncBuffer is a bytes.Buffer safe for the writer goroutines of exec.Cmd.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// Start runs a program; it is killed when the test ends, and its output is printed if the
+// test failed.
+func Start(t testing.TB, name string, env []string, bin string, args ...string) *Process {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	out := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start %s (%s): %v", name, bin, err)
+	}
+	p := &Process{Name: name, cmd: cmd, out: out, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		p.Stop(10 * time.Second)
+		if t.Failed() {
+			t.Logf("----- output of %s -----\n%s", name, tail(out.String(), 8000))
+		}
+	})
+	return p
+}
+
+// Stop sends SIGTERM and waits, then SIGKILL.
+func (p *Process) Stop(grace time.Duration) {
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(grace):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
+}
+
+// Exited reports whether the program has ended, and how.
+func (p *Process) Exited() (bool, error) {
+	select {
+	case <-p.done:
+		return true, p.err
+	default:
+		return false, nil
+	}
+}
+
+// Output is what the program printed so far.
+func (p *Process) Output() string { return p.out.String() }
+
+// WaitHTTP200 polls url until it answers 200, the program exits, or the timeout passes.
+func (p *Process) WaitHTTP200(t testing.TB, url string, timeout time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	for {
+		if exited, err := p.Exited(); exited {
+			t.Fatalf("%s exited before %s answered: %v\n%s", p.Name, url, err, tail(p.Output(), 4000))
+		}
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s: %s did not answer 200 within %s", p.Name, url, timeout)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return "…" + s[len(s)-n:]
+}
+
+// RepoRoot is the repository root (the testbed lives one level below it).
+func RepoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", "..", ".."))
+}
+
+// CollectorBinary is the otelcol-gpu binary to test: $OTELCOL_GPU_BINARY, or the one
+// `make build` writes.
+func CollectorBinary(t testing.TB) string {
+	t.Helper()
+	bin := os.Getenv("OTELCOL_GPU_BINARY")
+	if bin == "" {
+		bin = filepath.Join(RepoRoot(), "distribution", "otelcol-gpu")
+	}
+	if _, err := os.Stat(bin); err != nil {
+		t.Fatalf("collector binary %s not found (%v): run `make build` first, or `make e2e`", bin, err)
+	}
+	return bin
+}
+
+// Collector starts otelcol-gpu on a config file with --set overrides and waits for its
+// health endpoint (which must be healthAddr).
+func Collector(t testing.TB, name string, env []string, config, healthAddr string, sets ...string) *Process {
+	t.Helper()
+	args := []string{"--config", config}
+	for _, s := range sets {
+		args = append(args, "--set", s)
+	}
+	p := Start(t, name, env, CollectorBinary(t), args...)
+	p.WaitHTTP200(t, fmt.Sprintf("http://%s/", healthAddr), 60*time.Second)
+	return p
+}

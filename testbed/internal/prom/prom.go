@@ -1,0 +1,186 @@
+// Package prom runs a real Prometheus (the Debian package's binary) for the testbed and
+// queries it through its HTTP API, the way a user or a dashboard would.
+package prom // import "github.com/otelcol-gpu/otelcol-gpu/testbed/internal/prom"
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/otelcol-gpu/otelcol-gpu/testbed/internal/proc"
+)
+
+// Server is a running Prometheus with the remote-write receiver enabled.
+type Server struct {
+	Addr string
+	proc *proc.Process
+}
+
+// Start runs Prometheus on a free loopback port with its TSDB in a temp dir. extraArgs are
+// appended (e.g. --enable-feature=...). A missing binary fails the test: `make test`
+// installs it.
+func Start(t testing.TB, configYAML string, extraArgs ...string) *Server {
+	t.Helper()
+	bin, err := exec.LookPath("prometheus")
+	if err != nil {
+		t.Fatalf("prometheus not found on PATH (%v): `make deps` installs Debian's package", err)
+	}
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "prometheus.yml")
+	if configYAML == "" {
+		configYAML = "global:\n  scrape_interval: 15s\nscrape_configs: []\n"
+	}
+	if err := os.WriteFile(cfg, []byte(configYAML), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", proc.FreePort(t))
+	args := append([]string{
+		"--config.file=" + cfg,
+		"--storage.tsdb.path=" + filepath.Join(dir, "data"),
+		"--web.listen-address=" + addr,
+		"--web.enable-remote-write-receiver",
+		"--log.level=warn",
+	}, extraArgs...)
+	p := proc.Start(t, "prometheus", nil, bin, args...)
+	p.WaitHTTP200(t, "http://"+addr+"/-/ready", 60*time.Second)
+	return &Server{Addr: addr, proc: p}
+}
+
+// RemoteWriteURL is where remote-write senders post.
+func (s *Server) RemoteWriteURL() string { return "http://" + s.Addr + "/api/v1/write" }
+
+// Sample is one series of an instant-vector result.
+type Sample struct {
+	Labels map[string]string
+	Value  float64
+}
+
+// Series is one series of a range-vector result.
+type Series struct {
+	Labels map[string]string
+	Points []Point
+}
+
+// Point is one sample of a series.
+type Point struct {
+	T time.Time
+	V float64
+}
+
+type apiResponse struct {
+	Status    string `json:"status"`
+	ErrorType string `json:"errorType"`
+	Error     string `json:"error"`
+	Data      struct {
+		ResultType string            `json:"resultType"`
+		Result     []json.RawMessage `json:"result"`
+	} `json:"data"`
+}
+
+func (s *Server) query(q string) (*apiResponse, error) {
+	resp, err := http.Get("http://" + s.Addr + "/api/v1/query?" + url.Values{"query": {q}}.Encode())
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var r apiResponse
+	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
+		return nil, fmt.Errorf("query %q: %w", q, err)
+	}
+	if r.Status != "success" {
+		return nil, fmt.Errorf("query %q: %s: %s", q, r.ErrorType, r.Error)
+	}
+	return &r, nil
+}
+
+// Query runs an instant query whose result is a vector.
+func (s *Server) Query(q string) ([]Sample, error) {
+	r, err := s.query(q)
+	if err != nil {
+		return nil, err
+	}
+	if r.Data.ResultType != "vector" {
+		return nil, fmt.Errorf("query %q: result is a %s, not a vector", q, r.Data.ResultType)
+	}
+	out := make([]Sample, 0, len(r.Data.Result))
+	for _, raw := range r.Data.Result {
+		var v struct {
+			Metric map[string]string `json:"metric"`
+			Value  [2]any            `json:"value"`
+		}
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return nil, err
+		}
+		f, err := parseValue(v.Value[1])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, Sample{Labels: v.Metric, Value: f})
+	}
+	return out, nil
+}
+
+// QueryRange runs an instant query of a range selector (e.g. `x[5m]`) and returns the raw
+// samples of each series.
+func (s *Server) QueryRange(q string) ([]Series, error) {
+	r, err := s.query(q)
+	if err != nil {
+		return nil, err
+	}
+	if r.Data.ResultType != "matrix" {
+		return nil, fmt.Errorf("query %q: result is a %s, not a matrix", q, r.Data.ResultType)
+	}
+	out := make([]Series, 0, len(r.Data.Result))
+	for _, raw := range r.Data.Result {
+		var v struct {
+			Metric map[string]string `json:"metric"`
+			Values [][2]any          `json:"values"`
+		}
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return nil, err
+		}
+		series := Series{Labels: v.Metric}
+		for _, pv := range v.Values {
+			ts, _ := pv[0].(float64)
+			f, err := parseValue(pv[1])
+			if err != nil {
+				return nil, err
+			}
+			series.Points = append(series.Points, Point{T: time.Unix(0, int64(ts*1e9)), V: f})
+		}
+		out = append(out, series)
+	}
+	return out, nil
+}
+
+func parseValue(v any) (float64, error) {
+	s, ok := v.(string)
+	if !ok {
+		return 0, fmt.Errorf("unexpected sample value %v", v)
+	}
+	return strconv.ParseFloat(s, 64)
+}
+
+// Eventually retries check until it returns nil or the timeout passes, and fails the test
+// with the last error.
+func Eventually(t testing.TB, timeout time.Duration, what string, check func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	var err error
+	for {
+		if err = check(); err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not true within %s: %v", what, timeout, err)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
