@@ -313,7 +313,7 @@ type metricHwGpuMemoryUsage struct {
 // init fills hw.gpu.memory.usage metric with initial data.
 func (m *metricHwGpuMemoryUsage) init() {
 	m.data.SetName("hw.gpu.memory.usage")
-	m.data.SetDescription("Framebuffer memory in use, including memory the driver reserves.")
+	m.data.SetDescription("Framebuffer memory allocated by processes and contexts. Drivers with nvmlDeviceGetMemoryInfo_v2 (R510+) report the driver's own reservation apart (nvidia.gpu.memory.reserved), so that usage + free + reserved = limit; older drivers count it in usage.")
 	m.data.SetUnit("By")
 	m.data.SetEmptySum()
 	m.data.Sum().SetIsMonotonic(false)
@@ -786,7 +786,7 @@ type metricNvidiaGpuMemoryReserved struct {
 // init fills nvidia.gpu.memory.reserved metric with initial data.
 func (m *metricNvidiaGpuMemoryReserved) init() {
 	m.data.SetName("nvidia.gpu.memory.reserved")
-	m.data.SetDescription("Framebuffer memory reserved by the driver and firmware (part of hw.gpu.memory.usage); 0 where the driver cannot tell.")
+	m.data.SetDescription("Framebuffer memory the driver and firmware reserve for themselves; not available to processes. Absent on drivers older than R510.")
 	m.data.SetUnit("By")
 	m.data.SetEmptySum()
 	m.data.Sum().SetIsMonotonic(false)

@@ -218,7 +218,7 @@ func TestMetricsBuilder(t *testing.T) {
 					validatedMetrics["hw.gpu.memory.usage"] = true
 					assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
 					assert.Equal(t, 1, mi.Sum().DataPoints().Len())
-					assert.Equal(t, "Framebuffer memory in use, including memory the driver reserves.", mi.Description())
+					assert.Equal(t, "Framebuffer memory allocated by processes and contexts. Drivers with nvmlDeviceGetMemoryInfo_v2 (R510+) report the driver's own reservation apart (nvidia.gpu.memory.reserved), so that usage + free + reserved = limit; older drivers count it in usage.", mi.Description())
 					assert.Equal(t, "By", mi.Unit())
 					assert.False(t, mi.Sum().IsMonotonic())
 					assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
@@ -392,7 +392,7 @@ func TestMetricsBuilder(t *testing.T) {
 					validatedMetrics["nvidia.gpu.memory.reserved"] = true
 					assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
 					assert.Equal(t, 1, mi.Sum().DataPoints().Len())
-					assert.Equal(t, "Framebuffer memory reserved by the driver and firmware (part of hw.gpu.memory.usage); 0 where the driver cannot tell.", mi.Description())
+					assert.Equal(t, "Framebuffer memory the driver and firmware reserve for themselves; not available to processes. Absent on drivers older than R510.", mi.Description())
 					assert.Equal(t, "By", mi.Unit())
 					assert.False(t, mi.Sum().IsMonotonic())
 					assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())

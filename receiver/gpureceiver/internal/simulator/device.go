@@ -119,26 +119,28 @@ func (d *Device) GetPciInfo() (nvml.PciInfo, nvml.Return) {
 	return info, nvml.SUCCESS
 }
 
-// memory splits the framebuffer: a fixed driver reservation plus what the scenario uses.
+// memory splits the framebuffer the way R510+ drivers report it (measured on an H200 with
+// driver 580): total = used + reserved + free, where used is what processes allocated and
+// reserved is the driver's own ~0.4 %.
 func (d *Device) memory(r reading) (used, reserved, free uint64) {
-	reserved = d.total / 160 // ~0.6 %, what recent drivers reserve
+	reserved = d.total / 234
 	used = uint64(r.fbUsedFraction * float64(d.total))
-	used = max(used, reserved)
-	used = min(used, d.total)
-	return used, reserved, d.total - used
+	used = min(used, d.total-reserved)
+	return used, reserved, d.total - reserved - used
 }
 
-// GetMemoryInfo returns framebuffer total/used/free in bytes.
+// GetMemoryInfo returns framebuffer total/used/free in bytes; the v1 call counts the
+// driver's reservation as used.
 func (d *Device) GetMemoryInfo() (nvml.Memory, nvml.Return) {
 	_, r, ret := d.read("DeviceGetMemoryInfo")
 	if ret != nvml.SUCCESS {
 		return nvml.Memory{}, ret
 	}
-	used, _, free := d.memory(r)
-	return nvml.Memory{Total: d.total, Used: used, Free: free}, nvml.SUCCESS
+	used, reserved, free := d.memory(r)
+	return nvml.Memory{Total: d.total, Used: used + reserved, Free: free}, nvml.SUCCESS
 }
 
-// GetMemoryInfo_v2 adds the driver's reservation (included in Used).
+// GetMemoryInfo_v2 reports the driver's reservation apart from Used.
 func (d *Device) GetMemoryInfo_v2() (nvml.Memory_v2, nvml.Return) {
 	_, r, ret := d.read("DeviceGetMemoryInfo_v2")
 	if ret != nvml.SUCCESS {

@@ -103,6 +103,8 @@ func TestMemoryLeakGrowsStepwiseToNearFull(t *testing.T) {
 		require.Equal(t, nvml.SUCCESS, ret)
 		assert.GreaterOrEqual(t, m.Used, prev)
 		assert.Equal(t, m.Total, m.Used+m.Free)
+		m2, _ := d.GetMemoryInfo_v2()
+		assert.Equal(t, m2.Total, m2.Used+m2.Free+m2.Reserved)
 		if m.Used > prev && prev > 0 {
 			grew++
 		}
