@@ -29,6 +29,103 @@ func (ms *HwEnergyMetricConfig) Unmarshal(parser *confmap.Conf) error {
 	return nil
 }
 
+// HwErrorsMetricAttributeKey specifies the key of an attribute for the hw.errors metric.
+type HwErrorsMetricAttributeKey string
+
+const (
+	HwErrorsMetricAttributeKeyErrorType               HwErrorsMetricAttributeKey = "error.type"
+	HwErrorsMetricAttributeKeyNvidiaGpuEccCounterType HwErrorsMetricAttributeKey = "nvidia.gpu.ecc.counter_type"
+)
+
+// HwErrorsMetricConfig provides config for the hw.errors metric.
+type HwErrorsMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+
+	AggregationStrategy string                       `mapstructure:"aggregation_strategy"`
+	EnabledAttributes   []HwErrorsMetricAttributeKey `mapstructure:"attributes"`
+}
+
+func (ms *HwErrorsMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+func (ms *HwErrorsMetricConfig) Validate() error {
+	for _, val := range ms.EnabledAttributes {
+		switch val {
+		case HwErrorsMetricAttributeKeyErrorType, HwErrorsMetricAttributeKeyNvidiaGpuEccCounterType:
+		default:
+			return fmt.Errorf("metric hw.errors doesn't have an attribute %v, valid attributes: [error.type, nvidia.gpu.ecc.counter_type]", val)
+		}
+	}
+
+	switch ms.AggregationStrategy {
+	case AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax:
+	default:
+		return fmt.Errorf("invalid aggregation strategy %q, valid strategies: [%s, %s, %s, %s]", ms.AggregationStrategy, AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax)
+	}
+
+	return nil
+}
+
+// HwGpuIoMetricAttributeKey specifies the key of an attribute for the hw.gpu.io metric.
+type HwGpuIoMetricAttributeKey string
+
+const (
+	HwGpuIoMetricAttributeKeyNetworkIoDirection HwGpuIoMetricAttributeKey = "network.io.direction"
+)
+
+// HwGpuIoMetricConfig provides config for the hw.gpu.io metric.
+type HwGpuIoMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+
+	AggregationStrategy string                      `mapstructure:"aggregation_strategy"`
+	EnabledAttributes   []HwGpuIoMetricAttributeKey `mapstructure:"attributes"`
+}
+
+func (ms *HwGpuIoMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+func (ms *HwGpuIoMetricConfig) Validate() error {
+	for _, val := range ms.EnabledAttributes {
+		switch val {
+		case HwGpuIoMetricAttributeKeyNetworkIoDirection:
+		default:
+			return fmt.Errorf("metric hw.gpu.io doesn't have an attribute %v, valid attributes: [network.io.direction]", val)
+		}
+	}
+
+	switch ms.AggregationStrategy {
+	case AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax:
+	default:
+		return fmt.Errorf("invalid aggregation strategy %q, valid strategies: [%s, %s, %s, %s]", ms.AggregationStrategy, AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax)
+	}
+
+	return nil
+}
+
 // HwGpuMemoryLimitMetricConfig provides config for the hw.gpu.memory.limit metric.
 type HwGpuMemoryLimitMetricConfig struct {
 	Enabled          bool `mapstructure:"enabled"`
@@ -137,6 +234,54 @@ func (ms *HwPowerMetricConfig) Unmarshal(parser *confmap.Conf) error {
 	return nil
 }
 
+// HwStatusMetricAttributeKey specifies the key of an attribute for the hw.status metric.
+type HwStatusMetricAttributeKey string
+
+const (
+	HwStatusMetricAttributeKeyHwState HwStatusMetricAttributeKey = "hw.state"
+)
+
+// HwStatusMetricConfig provides config for the hw.status metric.
+type HwStatusMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+
+	AggregationStrategy string                       `mapstructure:"aggregation_strategy"`
+	EnabledAttributes   []HwStatusMetricAttributeKey `mapstructure:"attributes"`
+}
+
+func (ms *HwStatusMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+func (ms *HwStatusMetricConfig) Validate() error {
+	for _, val := range ms.EnabledAttributes {
+		switch val {
+		case HwStatusMetricAttributeKeyHwState:
+		default:
+			return fmt.Errorf("metric hw.status doesn't have an attribute %v, valid attributes: [hw.state]", val)
+		}
+	}
+
+	switch ms.AggregationStrategy {
+	case AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax:
+	default:
+		return fmt.Errorf("invalid aggregation strategy %q, valid strategies: [%s, %s, %s, %s]", ms.AggregationStrategy, AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax)
+	}
+
+	return nil
+}
+
 // HwTemperatureMetricAttributeKey specifies the key of an attribute for the hw.temperature metric.
 type HwTemperatureMetricAttributeKey string
 
@@ -173,6 +318,55 @@ func (ms *HwTemperatureMetricConfig) Validate() error {
 		case HwTemperatureMetricAttributeKeyHwSensorLocation:
 		default:
 			return fmt.Errorf("metric hw.temperature doesn't have an attribute %v, valid attributes: [hw.sensor_location]", val)
+		}
+	}
+
+	switch ms.AggregationStrategy {
+	case AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax:
+	default:
+		return fmt.Errorf("invalid aggregation strategy %q, valid strategies: [%s, %s, %s, %s]", ms.AggregationStrategy, AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax)
+	}
+
+	return nil
+}
+
+// HwTemperatureLimitMetricAttributeKey specifies the key of an attribute for the hw.temperature.limit metric.
+type HwTemperatureLimitMetricAttributeKey string
+
+const (
+	HwTemperatureLimitMetricAttributeKeyHwSensorLocation HwTemperatureLimitMetricAttributeKey = "hw.sensor_location"
+	HwTemperatureLimitMetricAttributeKeyHwLimitType      HwTemperatureLimitMetricAttributeKey = "hw.limit_type"
+)
+
+// HwTemperatureLimitMetricConfig provides config for the hw.temperature.limit metric.
+type HwTemperatureLimitMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+
+	AggregationStrategy string                                 `mapstructure:"aggregation_strategy"`
+	EnabledAttributes   []HwTemperatureLimitMetricAttributeKey `mapstructure:"attributes"`
+}
+
+func (ms *HwTemperatureLimitMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+func (ms *HwTemperatureLimitMetricConfig) Validate() error {
+	for _, val := range ms.EnabledAttributes {
+		switch val {
+		case HwTemperatureLimitMetricAttributeKeyHwSensorLocation, HwTemperatureLimitMetricAttributeKeyHwLimitType:
+		default:
+			return fmt.Errorf("metric hw.temperature.limit doesn't have an attribute %v, valid attributes: [hw.sensor_location, hw.limit_type]", val)
 		}
 	}
 
@@ -233,6 +427,102 @@ func (ms *NvidiaGpuClockFrequencyMetricConfig) Validate() error {
 	return nil
 }
 
+// NvidiaGpuClockEventActiveMetricAttributeKey specifies the key of an attribute for the nvidia.gpu.clock_event.active metric.
+type NvidiaGpuClockEventActiveMetricAttributeKey string
+
+const (
+	NvidiaGpuClockEventActiveMetricAttributeKeyNvidiaGpuClockEventReason NvidiaGpuClockEventActiveMetricAttributeKey = "nvidia.gpu.clock_event.reason"
+)
+
+// NvidiaGpuClockEventActiveMetricConfig provides config for the nvidia.gpu.clock_event.active metric.
+type NvidiaGpuClockEventActiveMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+
+	AggregationStrategy string                                        `mapstructure:"aggregation_strategy"`
+	EnabledAttributes   []NvidiaGpuClockEventActiveMetricAttributeKey `mapstructure:"attributes"`
+}
+
+func (ms *NvidiaGpuClockEventActiveMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+func (ms *NvidiaGpuClockEventActiveMetricConfig) Validate() error {
+	for _, val := range ms.EnabledAttributes {
+		switch val {
+		case NvidiaGpuClockEventActiveMetricAttributeKeyNvidiaGpuClockEventReason:
+		default:
+			return fmt.Errorf("metric nvidia.gpu.clock_event.active doesn't have an attribute %v, valid attributes: [nvidia.gpu.clock_event.reason]", val)
+		}
+	}
+
+	switch ms.AggregationStrategy {
+	case AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax:
+	default:
+		return fmt.Errorf("invalid aggregation strategy %q, valid strategies: [%s, %s, %s, %s]", ms.AggregationStrategy, AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax)
+	}
+
+	return nil
+}
+
+// NvidiaGpuClockEventDurationMetricAttributeKey specifies the key of an attribute for the nvidia.gpu.clock_event.duration metric.
+type NvidiaGpuClockEventDurationMetricAttributeKey string
+
+const (
+	NvidiaGpuClockEventDurationMetricAttributeKeyNvidiaGpuClockEventCause NvidiaGpuClockEventDurationMetricAttributeKey = "nvidia.gpu.clock_event.cause"
+)
+
+// NvidiaGpuClockEventDurationMetricConfig provides config for the nvidia.gpu.clock_event.duration metric.
+type NvidiaGpuClockEventDurationMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+
+	AggregationStrategy string                                          `mapstructure:"aggregation_strategy"`
+	EnabledAttributes   []NvidiaGpuClockEventDurationMetricAttributeKey `mapstructure:"attributes"`
+}
+
+func (ms *NvidiaGpuClockEventDurationMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+func (ms *NvidiaGpuClockEventDurationMetricConfig) Validate() error {
+	for _, val := range ms.EnabledAttributes {
+		switch val {
+		case NvidiaGpuClockEventDurationMetricAttributeKeyNvidiaGpuClockEventCause:
+		default:
+			return fmt.Errorf("metric nvidia.gpu.clock_event.duration doesn't have an attribute %v, valid attributes: [nvidia.gpu.clock_event.cause]", val)
+		}
+	}
+
+	switch ms.AggregationStrategy {
+	case AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax:
+	default:
+		return fmt.Errorf("invalid aggregation strategy %q, valid strategies: [%s, %s, %s, %s]", ms.AggregationStrategy, AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax)
+	}
+
+	return nil
+}
+
 // NvidiaGpuCountMetricConfig provides config for the nvidia.gpu.count metric.
 type NvidiaGpuCountMetricConfig struct {
 	Enabled          bool `mapstructure:"enabled"`
@@ -240,6 +530,26 @@ type NvidiaGpuCountMetricConfig struct {
 }
 
 func (ms *NvidiaGpuCountMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+// NvidiaGpuFanSpeedMetricConfig provides config for the nvidia.gpu.fan.speed metric.
+type NvidiaGpuFanSpeedMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+}
+
+func (ms *NvidiaGpuFanSpeedMetricConfig) Unmarshal(parser *confmap.Conf) error {
 	if parser == nil {
 		return nil
 	}
@@ -273,6 +583,94 @@ func (ms *NvidiaGpuMemoryFreeMetricConfig) Unmarshal(parser *confmap.Conf) error
 	return nil
 }
 
+// NvidiaGpuMemoryRemapFailedMetricConfig provides config for the nvidia.gpu.memory.remap.failed metric.
+type NvidiaGpuMemoryRemapFailedMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+}
+
+func (ms *NvidiaGpuMemoryRemapFailedMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+// NvidiaGpuMemoryRemapPendingMetricConfig provides config for the nvidia.gpu.memory.remap.pending metric.
+type NvidiaGpuMemoryRemapPendingMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+}
+
+func (ms *NvidiaGpuMemoryRemapPendingMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+// NvidiaGpuMemoryRemappedRowsMetricAttributeKey specifies the key of an attribute for the nvidia.gpu.memory.remapped_rows metric.
+type NvidiaGpuMemoryRemappedRowsMetricAttributeKey string
+
+const (
+	NvidiaGpuMemoryRemappedRowsMetricAttributeKeyErrorType NvidiaGpuMemoryRemappedRowsMetricAttributeKey = "error.type"
+)
+
+// NvidiaGpuMemoryRemappedRowsMetricConfig provides config for the nvidia.gpu.memory.remapped_rows metric.
+type NvidiaGpuMemoryRemappedRowsMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+
+	AggregationStrategy string                                          `mapstructure:"aggregation_strategy"`
+	EnabledAttributes   []NvidiaGpuMemoryRemappedRowsMetricAttributeKey `mapstructure:"attributes"`
+}
+
+func (ms *NvidiaGpuMemoryRemappedRowsMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+func (ms *NvidiaGpuMemoryRemappedRowsMetricConfig) Validate() error {
+	for _, val := range ms.EnabledAttributes {
+		switch val {
+		case NvidiaGpuMemoryRemappedRowsMetricAttributeKeyErrorType:
+		default:
+			return fmt.Errorf("metric nvidia.gpu.memory.remapped_rows doesn't have an attribute %v, valid attributes: [error.type]", val)
+		}
+	}
+
+	switch ms.AggregationStrategy {
+	case AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax:
+	default:
+		return fmt.Errorf("invalid aggregation strategy %q, valid strategies: [%s, %s, %s, %s]", ms.AggregationStrategy, AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax)
+	}
+
+	return nil
+}
+
 // NvidiaGpuMemoryReservedMetricConfig provides config for the nvidia.gpu.memory.reserved metric.
 type NvidiaGpuMemoryReservedMetricConfig struct {
 	Enabled          bool `mapstructure:"enabled"`
@@ -280,6 +678,74 @@ type NvidiaGpuMemoryReservedMetricConfig struct {
 }
 
 func (ms *NvidiaGpuMemoryReservedMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+// NvidiaGpuMemoryRetiredPagesMetricAttributeKey specifies the key of an attribute for the nvidia.gpu.memory.retired_pages metric.
+type NvidiaGpuMemoryRetiredPagesMetricAttributeKey string
+
+const (
+	NvidiaGpuMemoryRetiredPagesMetricAttributeKeyNvidiaGpuRetiredPagesCause NvidiaGpuMemoryRetiredPagesMetricAttributeKey = "nvidia.gpu.retired_pages.cause"
+)
+
+// NvidiaGpuMemoryRetiredPagesMetricConfig provides config for the nvidia.gpu.memory.retired_pages metric.
+type NvidiaGpuMemoryRetiredPagesMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+
+	AggregationStrategy string                                          `mapstructure:"aggregation_strategy"`
+	EnabledAttributes   []NvidiaGpuMemoryRetiredPagesMetricAttributeKey `mapstructure:"attributes"`
+}
+
+func (ms *NvidiaGpuMemoryRetiredPagesMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+func (ms *NvidiaGpuMemoryRetiredPagesMetricConfig) Validate() error {
+	for _, val := range ms.EnabledAttributes {
+		switch val {
+		case NvidiaGpuMemoryRetiredPagesMetricAttributeKeyNvidiaGpuRetiredPagesCause:
+		default:
+			return fmt.Errorf("metric nvidia.gpu.memory.retired_pages doesn't have an attribute %v, valid attributes: [nvidia.gpu.retired_pages.cause]", val)
+		}
+	}
+
+	switch ms.AggregationStrategy {
+	case AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax:
+	default:
+		return fmt.Errorf("invalid aggregation strategy %q, valid strategies: [%s, %s, %s, %s]", ms.AggregationStrategy, AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax)
+	}
+
+	return nil
+}
+
+// NvidiaGpuMemoryRetiredPagesPendingMetricConfig provides config for the nvidia.gpu.memory.retired_pages.pending metric.
+type NvidiaGpuMemoryRetiredPagesPendingMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+}
+
+func (ms *NvidiaGpuMemoryRetiredPagesPendingMetricConfig) Unmarshal(parser *confmap.Conf) error {
 	if parser == nil {
 		return nil
 	}
@@ -313,6 +779,232 @@ func (ms *NvidiaGpuMemoryCopyUtilizationMetricConfig) Unmarshal(parser *confmap.
 	return nil
 }
 
+// NvidiaGpuNvlinkErrorsMetricAttributeKey specifies the key of an attribute for the nvidia.gpu.nvlink.errors metric.
+type NvidiaGpuNvlinkErrorsMetricAttributeKey string
+
+const (
+	NvidiaGpuNvlinkErrorsMetricAttributeKeyNvidiaGpuNvlinkLink      NvidiaGpuNvlinkErrorsMetricAttributeKey = "nvidia.gpu.nvlink.link"
+	NvidiaGpuNvlinkErrorsMetricAttributeKeyNvidiaGpuNvlinkErrorType NvidiaGpuNvlinkErrorsMetricAttributeKey = "nvidia.gpu.nvlink.error.type"
+)
+
+// NvidiaGpuNvlinkErrorsMetricConfig provides config for the nvidia.gpu.nvlink.errors metric.
+type NvidiaGpuNvlinkErrorsMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+
+	AggregationStrategy string                                    `mapstructure:"aggregation_strategy"`
+	EnabledAttributes   []NvidiaGpuNvlinkErrorsMetricAttributeKey `mapstructure:"attributes"`
+}
+
+func (ms *NvidiaGpuNvlinkErrorsMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+func (ms *NvidiaGpuNvlinkErrorsMetricConfig) Validate() error {
+	for _, val := range ms.EnabledAttributes {
+		switch val {
+		case NvidiaGpuNvlinkErrorsMetricAttributeKeyNvidiaGpuNvlinkLink, NvidiaGpuNvlinkErrorsMetricAttributeKeyNvidiaGpuNvlinkErrorType:
+		default:
+			return fmt.Errorf("metric nvidia.gpu.nvlink.errors doesn't have an attribute %v, valid attributes: [nvidia.gpu.nvlink.link, nvidia.gpu.nvlink.error.type]", val)
+		}
+	}
+
+	switch ms.AggregationStrategy {
+	case AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax:
+	default:
+		return fmt.Errorf("invalid aggregation strategy %q, valid strategies: [%s, %s, %s, %s]", ms.AggregationStrategy, AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax)
+	}
+
+	return nil
+}
+
+// NvidiaGpuNvlinkIoMetricAttributeKey specifies the key of an attribute for the nvidia.gpu.nvlink.io metric.
+type NvidiaGpuNvlinkIoMetricAttributeKey string
+
+const (
+	NvidiaGpuNvlinkIoMetricAttributeKeyNvidiaGpuNvlinkLink NvidiaGpuNvlinkIoMetricAttributeKey = "nvidia.gpu.nvlink.link"
+	NvidiaGpuNvlinkIoMetricAttributeKeyNetworkIoDirection  NvidiaGpuNvlinkIoMetricAttributeKey = "network.io.direction"
+)
+
+// NvidiaGpuNvlinkIoMetricConfig provides config for the nvidia.gpu.nvlink.io metric.
+type NvidiaGpuNvlinkIoMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+
+	AggregationStrategy string                                `mapstructure:"aggregation_strategy"`
+	EnabledAttributes   []NvidiaGpuNvlinkIoMetricAttributeKey `mapstructure:"attributes"`
+}
+
+func (ms *NvidiaGpuNvlinkIoMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+func (ms *NvidiaGpuNvlinkIoMetricConfig) Validate() error {
+	for _, val := range ms.EnabledAttributes {
+		switch val {
+		case NvidiaGpuNvlinkIoMetricAttributeKeyNvidiaGpuNvlinkLink, NvidiaGpuNvlinkIoMetricAttributeKeyNetworkIoDirection:
+		default:
+			return fmt.Errorf("metric nvidia.gpu.nvlink.io doesn't have an attribute %v, valid attributes: [nvidia.gpu.nvlink.link, network.io.direction]", val)
+		}
+	}
+
+	switch ms.AggregationStrategy {
+	case AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax:
+	default:
+		return fmt.Errorf("invalid aggregation strategy %q, valid strategies: [%s, %s, %s, %s]", ms.AggregationStrategy, AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax)
+	}
+
+	return nil
+}
+
+// NvidiaGpuNvlinkStateMetricAttributeKey specifies the key of an attribute for the nvidia.gpu.nvlink.state metric.
+type NvidiaGpuNvlinkStateMetricAttributeKey string
+
+const (
+	NvidiaGpuNvlinkStateMetricAttributeKeyNvidiaGpuNvlinkLink NvidiaGpuNvlinkStateMetricAttributeKey = "nvidia.gpu.nvlink.link"
+)
+
+// NvidiaGpuNvlinkStateMetricConfig provides config for the nvidia.gpu.nvlink.state metric.
+type NvidiaGpuNvlinkStateMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+
+	AggregationStrategy string                                   `mapstructure:"aggregation_strategy"`
+	EnabledAttributes   []NvidiaGpuNvlinkStateMetricAttributeKey `mapstructure:"attributes"`
+}
+
+func (ms *NvidiaGpuNvlinkStateMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+func (ms *NvidiaGpuNvlinkStateMetricConfig) Validate() error {
+	for _, val := range ms.EnabledAttributes {
+		switch val {
+		case NvidiaGpuNvlinkStateMetricAttributeKeyNvidiaGpuNvlinkLink:
+		default:
+			return fmt.Errorf("metric nvidia.gpu.nvlink.state doesn't have an attribute %v, valid attributes: [nvidia.gpu.nvlink.link]", val)
+		}
+	}
+
+	switch ms.AggregationStrategy {
+	case AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax:
+	default:
+		return fmt.Errorf("invalid aggregation strategy %q, valid strategies: [%s, %s, %s, %s]", ms.AggregationStrategy, AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax)
+	}
+
+	return nil
+}
+
+// NvidiaGpuPcieLinkGenerationMetricConfig provides config for the nvidia.gpu.pcie.link.generation metric.
+type NvidiaGpuPcieLinkGenerationMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+}
+
+func (ms *NvidiaGpuPcieLinkGenerationMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+// NvidiaGpuPcieLinkGenerationMaxMetricConfig provides config for the nvidia.gpu.pcie.link.generation.max metric.
+type NvidiaGpuPcieLinkGenerationMaxMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+}
+
+func (ms *NvidiaGpuPcieLinkGenerationMaxMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+// NvidiaGpuPcieLinkWidthMetricConfig provides config for the nvidia.gpu.pcie.link.width metric.
+type NvidiaGpuPcieLinkWidthMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+}
+
+func (ms *NvidiaGpuPcieLinkWidthMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+// NvidiaGpuPcieLinkWidthMaxMetricConfig provides config for the nvidia.gpu.pcie.link.width.max metric.
+type NvidiaGpuPcieLinkWidthMaxMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+}
+
+func (ms *NvidiaGpuPcieLinkWidthMaxMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
 // NvidiaGpuPcieReplaysMetricConfig provides config for the nvidia.gpu.pcie.replays metric.
 type NvidiaGpuPcieReplaysMetricConfig struct {
 	Enabled          bool `mapstructure:"enabled"`
@@ -320,6 +1012,26 @@ type NvidiaGpuPcieReplaysMetricConfig struct {
 }
 
 func (ms *NvidiaGpuPcieReplaysMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+// NvidiaGpuPerformanceStateMetricConfig provides config for the nvidia.gpu.performance_state metric.
+type NvidiaGpuPerformanceStateMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+}
+
+func (ms *NvidiaGpuPerformanceStateMetricConfig) Unmarshal(parser *confmap.Conf) error {
 	if parser == nil {
 		return nil
 	}
@@ -369,6 +1081,219 @@ func (ms *NvidiaGpuPowerLimitMetricConfig) Validate() error {
 		case NvidiaGpuPowerLimitMetricAttributeKeyNvidiaGpuPowerLimitType:
 		default:
 			return fmt.Errorf("metric nvidia.gpu.power.limit doesn't have an attribute %v, valid attributes: [nvidia.gpu.power.limit_type]", val)
+		}
+	}
+
+	switch ms.AggregationStrategy {
+	case AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax:
+	default:
+		return fmt.Errorf("invalid aggregation strategy %q, valid strategies: [%s, %s, %s, %s]", ms.AggregationStrategy, AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax)
+	}
+
+	return nil
+}
+
+// NvidiaGpuProcessMemoryUsageMetricConfig provides config for the nvidia.gpu.process.memory.usage metric.
+type NvidiaGpuProcessMemoryUsageMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+}
+
+func (ms *NvidiaGpuProcessMemoryUsageMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+// NvidiaGpuProcessUtilizationMetricAttributeKey specifies the key of an attribute for the nvidia.gpu.process.utilization metric.
+type NvidiaGpuProcessUtilizationMetricAttributeKey string
+
+const (
+	NvidiaGpuProcessUtilizationMetricAttributeKeyNvidiaGpuEngine NvidiaGpuProcessUtilizationMetricAttributeKey = "nvidia.gpu.engine"
+)
+
+// NvidiaGpuProcessUtilizationMetricConfig provides config for the nvidia.gpu.process.utilization metric.
+type NvidiaGpuProcessUtilizationMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+
+	AggregationStrategy string                                          `mapstructure:"aggregation_strategy"`
+	EnabledAttributes   []NvidiaGpuProcessUtilizationMetricAttributeKey `mapstructure:"attributes"`
+}
+
+func (ms *NvidiaGpuProcessUtilizationMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+func (ms *NvidiaGpuProcessUtilizationMetricConfig) Validate() error {
+	for _, val := range ms.EnabledAttributes {
+		switch val {
+		case NvidiaGpuProcessUtilizationMetricAttributeKeyNvidiaGpuEngine:
+		default:
+			return fmt.Errorf("metric nvidia.gpu.process.utilization doesn't have an attribute %v, valid attributes: [nvidia.gpu.engine]", val)
+		}
+	}
+
+	switch ms.AggregationStrategy {
+	case AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax:
+	default:
+		return fmt.Errorf("invalid aggregation strategy %q, valid strategies: [%s, %s, %s, %s]", ms.AggregationStrategy, AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax)
+	}
+
+	return nil
+}
+
+// NvidiaGpuProfilingActivityMetricAttributeKey specifies the key of an attribute for the nvidia.gpu.profiling.activity metric.
+type NvidiaGpuProfilingActivityMetricAttributeKey string
+
+const (
+	NvidiaGpuProfilingActivityMetricAttributeKeyNvidiaGpuProfilingMetric NvidiaGpuProfilingActivityMetricAttributeKey = "nvidia.gpu.profiling.metric"
+)
+
+// NvidiaGpuProfilingActivityMetricConfig provides config for the nvidia.gpu.profiling.activity metric.
+type NvidiaGpuProfilingActivityMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+
+	AggregationStrategy string                                         `mapstructure:"aggregation_strategy"`
+	EnabledAttributes   []NvidiaGpuProfilingActivityMetricAttributeKey `mapstructure:"attributes"`
+}
+
+func (ms *NvidiaGpuProfilingActivityMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+func (ms *NvidiaGpuProfilingActivityMetricConfig) Validate() error {
+	for _, val := range ms.EnabledAttributes {
+		switch val {
+		case NvidiaGpuProfilingActivityMetricAttributeKeyNvidiaGpuProfilingMetric:
+		default:
+			return fmt.Errorf("metric nvidia.gpu.profiling.activity doesn't have an attribute %v, valid attributes: [nvidia.gpu.profiling.metric]", val)
+		}
+	}
+
+	switch ms.AggregationStrategy {
+	case AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax:
+	default:
+		return fmt.Errorf("invalid aggregation strategy %q, valid strategies: [%s, %s, %s, %s]", ms.AggregationStrategy, AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax)
+	}
+
+	return nil
+}
+
+// NvidiaGpuProfilingBandwidthMetricAttributeKey specifies the key of an attribute for the nvidia.gpu.profiling.bandwidth metric.
+type NvidiaGpuProfilingBandwidthMetricAttributeKey string
+
+const (
+	NvidiaGpuProfilingBandwidthMetricAttributeKeyNvidiaGpuInterconnect NvidiaGpuProfilingBandwidthMetricAttributeKey = "nvidia.gpu.interconnect"
+	NvidiaGpuProfilingBandwidthMetricAttributeKeyNetworkIoDirection    NvidiaGpuProfilingBandwidthMetricAttributeKey = "network.io.direction"
+)
+
+// NvidiaGpuProfilingBandwidthMetricConfig provides config for the nvidia.gpu.profiling.bandwidth metric.
+type NvidiaGpuProfilingBandwidthMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+
+	AggregationStrategy string                                          `mapstructure:"aggregation_strategy"`
+	EnabledAttributes   []NvidiaGpuProfilingBandwidthMetricAttributeKey `mapstructure:"attributes"`
+}
+
+func (ms *NvidiaGpuProfilingBandwidthMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+func (ms *NvidiaGpuProfilingBandwidthMetricConfig) Validate() error {
+	for _, val := range ms.EnabledAttributes {
+		switch val {
+		case NvidiaGpuProfilingBandwidthMetricAttributeKeyNvidiaGpuInterconnect, NvidiaGpuProfilingBandwidthMetricAttributeKeyNetworkIoDirection:
+		default:
+			return fmt.Errorf("metric nvidia.gpu.profiling.bandwidth doesn't have an attribute %v, valid attributes: [nvidia.gpu.interconnect, network.io.direction]", val)
+		}
+	}
+
+	switch ms.AggregationStrategy {
+	case AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax:
+	default:
+		return fmt.Errorf("invalid aggregation strategy %q, valid strategies: [%s, %s, %s, %s]", ms.AggregationStrategy, AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax)
+	}
+
+	return nil
+}
+
+// NvidiaGpuXidErrorsMetricAttributeKey specifies the key of an attribute for the nvidia.gpu.xid.errors metric.
+type NvidiaGpuXidErrorsMetricAttributeKey string
+
+const (
+	NvidiaGpuXidErrorsMetricAttributeKeyNvidiaGpuXid NvidiaGpuXidErrorsMetricAttributeKey = "nvidia.gpu.xid"
+)
+
+// NvidiaGpuXidErrorsMetricConfig provides config for the nvidia.gpu.xid.errors metric.
+type NvidiaGpuXidErrorsMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+
+	AggregationStrategy string                                 `mapstructure:"aggregation_strategy"`
+	EnabledAttributes   []NvidiaGpuXidErrorsMetricAttributeKey `mapstructure:"attributes"`
+}
+
+func (ms *NvidiaGpuXidErrorsMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+func (ms *NvidiaGpuXidErrorsMetricConfig) Validate() error {
+	for _, val := range ms.EnabledAttributes {
+		switch val {
+		case NvidiaGpuXidErrorsMetricAttributeKeyNvidiaGpuXid:
+		default:
+			return fmt.Errorf("metric nvidia.gpu.xid.errors doesn't have an attribute %v, valid attributes: [nvidia.gpu.xid]", val)
 		}
 	}
 
@@ -451,27 +1376,62 @@ func (ms *NvidiaNvmlInitErrorsMetricConfig) Validate() error {
 
 // MetricsConfig provides config for gpu metrics.
 type MetricsConfig struct {
-	HwEnergy                       HwEnergyMetricConfig                       `mapstructure:"hw.energy"`
-	HwGpuMemoryLimit               HwGpuMemoryLimitMetricConfig               `mapstructure:"hw.gpu.memory.limit"`
-	HwGpuMemoryUsage               HwGpuMemoryUsageMetricConfig               `mapstructure:"hw.gpu.memory.usage"`
-	HwGpuUtilization               HwGpuUtilizationMetricConfig               `mapstructure:"hw.gpu.utilization"`
-	HwPower                        HwPowerMetricConfig                        `mapstructure:"hw.power"`
-	HwTemperature                  HwTemperatureMetricConfig                  `mapstructure:"hw.temperature"`
-	NvidiaGpuClockFrequency        NvidiaGpuClockFrequencyMetricConfig        `mapstructure:"nvidia.gpu.clock.frequency"`
-	NvidiaGpuCount                 NvidiaGpuCountMetricConfig                 `mapstructure:"nvidia.gpu.count"`
-	NvidiaGpuMemoryFree            NvidiaGpuMemoryFreeMetricConfig            `mapstructure:"nvidia.gpu.memory.free"`
-	NvidiaGpuMemoryReserved        NvidiaGpuMemoryReservedMetricConfig        `mapstructure:"nvidia.gpu.memory.reserved"`
-	NvidiaGpuMemoryCopyUtilization NvidiaGpuMemoryCopyUtilizationMetricConfig `mapstructure:"nvidia.gpu.memory_copy.utilization"`
-	NvidiaGpuPcieReplays           NvidiaGpuPcieReplaysMetricConfig           `mapstructure:"nvidia.gpu.pcie.replays"`
-	NvidiaGpuPowerLimit            NvidiaGpuPowerLimitMetricConfig            `mapstructure:"nvidia.gpu.power.limit"`
-	NvidiaNvmlAvailable            NvidiaNvmlAvailableMetricConfig            `mapstructure:"nvidia.nvml.available"`
-	NvidiaNvmlInitErrors           NvidiaNvmlInitErrorsMetricConfig           `mapstructure:"nvidia.nvml.init.errors"`
+	HwEnergy                           HwEnergyMetricConfig                           `mapstructure:"hw.energy"`
+	HwErrors                           HwErrorsMetricConfig                           `mapstructure:"hw.errors"`
+	HwGpuIo                            HwGpuIoMetricConfig                            `mapstructure:"hw.gpu.io"`
+	HwGpuMemoryLimit                   HwGpuMemoryLimitMetricConfig                   `mapstructure:"hw.gpu.memory.limit"`
+	HwGpuMemoryUsage                   HwGpuMemoryUsageMetricConfig                   `mapstructure:"hw.gpu.memory.usage"`
+	HwGpuUtilization                   HwGpuUtilizationMetricConfig                   `mapstructure:"hw.gpu.utilization"`
+	HwPower                            HwPowerMetricConfig                            `mapstructure:"hw.power"`
+	HwStatus                           HwStatusMetricConfig                           `mapstructure:"hw.status"`
+	HwTemperature                      HwTemperatureMetricConfig                      `mapstructure:"hw.temperature"`
+	HwTemperatureLimit                 HwTemperatureLimitMetricConfig                 `mapstructure:"hw.temperature.limit"`
+	NvidiaGpuClockFrequency            NvidiaGpuClockFrequencyMetricConfig            `mapstructure:"nvidia.gpu.clock.frequency"`
+	NvidiaGpuClockEventActive          NvidiaGpuClockEventActiveMetricConfig          `mapstructure:"nvidia.gpu.clock_event.active"`
+	NvidiaGpuClockEventDuration        NvidiaGpuClockEventDurationMetricConfig        `mapstructure:"nvidia.gpu.clock_event.duration"`
+	NvidiaGpuCount                     NvidiaGpuCountMetricConfig                     `mapstructure:"nvidia.gpu.count"`
+	NvidiaGpuFanSpeed                  NvidiaGpuFanSpeedMetricConfig                  `mapstructure:"nvidia.gpu.fan.speed"`
+	NvidiaGpuMemoryFree                NvidiaGpuMemoryFreeMetricConfig                `mapstructure:"nvidia.gpu.memory.free"`
+	NvidiaGpuMemoryRemapFailed         NvidiaGpuMemoryRemapFailedMetricConfig         `mapstructure:"nvidia.gpu.memory.remap.failed"`
+	NvidiaGpuMemoryRemapPending        NvidiaGpuMemoryRemapPendingMetricConfig        `mapstructure:"nvidia.gpu.memory.remap.pending"`
+	NvidiaGpuMemoryRemappedRows        NvidiaGpuMemoryRemappedRowsMetricConfig        `mapstructure:"nvidia.gpu.memory.remapped_rows"`
+	NvidiaGpuMemoryReserved            NvidiaGpuMemoryReservedMetricConfig            `mapstructure:"nvidia.gpu.memory.reserved"`
+	NvidiaGpuMemoryRetiredPages        NvidiaGpuMemoryRetiredPagesMetricConfig        `mapstructure:"nvidia.gpu.memory.retired_pages"`
+	NvidiaGpuMemoryRetiredPagesPending NvidiaGpuMemoryRetiredPagesPendingMetricConfig `mapstructure:"nvidia.gpu.memory.retired_pages.pending"`
+	NvidiaGpuMemoryCopyUtilization     NvidiaGpuMemoryCopyUtilizationMetricConfig     `mapstructure:"nvidia.gpu.memory_copy.utilization"`
+	NvidiaGpuNvlinkErrors              NvidiaGpuNvlinkErrorsMetricConfig              `mapstructure:"nvidia.gpu.nvlink.errors"`
+	NvidiaGpuNvlinkIo                  NvidiaGpuNvlinkIoMetricConfig                  `mapstructure:"nvidia.gpu.nvlink.io"`
+	NvidiaGpuNvlinkState               NvidiaGpuNvlinkStateMetricConfig               `mapstructure:"nvidia.gpu.nvlink.state"`
+	NvidiaGpuPcieLinkGeneration        NvidiaGpuPcieLinkGenerationMetricConfig        `mapstructure:"nvidia.gpu.pcie.link.generation"`
+	NvidiaGpuPcieLinkGenerationMax     NvidiaGpuPcieLinkGenerationMaxMetricConfig     `mapstructure:"nvidia.gpu.pcie.link.generation.max"`
+	NvidiaGpuPcieLinkWidth             NvidiaGpuPcieLinkWidthMetricConfig             `mapstructure:"nvidia.gpu.pcie.link.width"`
+	NvidiaGpuPcieLinkWidthMax          NvidiaGpuPcieLinkWidthMaxMetricConfig          `mapstructure:"nvidia.gpu.pcie.link.width.max"`
+	NvidiaGpuPcieReplays               NvidiaGpuPcieReplaysMetricConfig               `mapstructure:"nvidia.gpu.pcie.replays"`
+	NvidiaGpuPerformanceState          NvidiaGpuPerformanceStateMetricConfig          `mapstructure:"nvidia.gpu.performance_state"`
+	NvidiaGpuPowerLimit                NvidiaGpuPowerLimitMetricConfig                `mapstructure:"nvidia.gpu.power.limit"`
+	NvidiaGpuProcessMemoryUsage        NvidiaGpuProcessMemoryUsageMetricConfig        `mapstructure:"nvidia.gpu.process.memory.usage"`
+	NvidiaGpuProcessUtilization        NvidiaGpuProcessUtilizationMetricConfig        `mapstructure:"nvidia.gpu.process.utilization"`
+	NvidiaGpuProfilingActivity         NvidiaGpuProfilingActivityMetricConfig         `mapstructure:"nvidia.gpu.profiling.activity"`
+	NvidiaGpuProfilingBandwidth        NvidiaGpuProfilingBandwidthMetricConfig        `mapstructure:"nvidia.gpu.profiling.bandwidth"`
+	NvidiaGpuXidErrors                 NvidiaGpuXidErrorsMetricConfig                 `mapstructure:"nvidia.gpu.xid.errors"`
+	NvidiaNvmlAvailable                NvidiaNvmlAvailableMetricConfig                `mapstructure:"nvidia.nvml.available"`
+	NvidiaNvmlInitErrors               NvidiaNvmlInitErrorsMetricConfig               `mapstructure:"nvidia.nvml.init.errors"`
 }
 
 func DefaultMetricsConfig() MetricsConfig {
 	return MetricsConfig{
 		HwEnergy: HwEnergyMetricConfig{
 			Enabled: true,
+		},
+		HwErrors: HwErrorsMetricConfig{
+			Enabled:             true,
+			AggregationStrategy: AggregationStrategySum,
+			EnabledAttributes:   []HwErrorsMetricAttributeKey{HwErrorsMetricAttributeKeyErrorType, HwErrorsMetricAttributeKeyNvidiaGpuEccCounterType},
+		},
+		HwGpuIo: HwGpuIoMetricConfig{
+			Enabled:             true,
+			AggregationStrategy: AggregationStrategySum,
+			EnabledAttributes:   []HwGpuIoMetricAttributeKey{HwGpuIoMetricAttributeKeyNetworkIoDirection},
 		},
 		HwGpuMemoryLimit: HwGpuMemoryLimitMetricConfig{
 			Enabled: true,
@@ -487,35 +1447,130 @@ func DefaultMetricsConfig() MetricsConfig {
 		HwPower: HwPowerMetricConfig{
 			Enabled: true,
 		},
+		HwStatus: HwStatusMetricConfig{
+			Enabled:             true,
+			AggregationStrategy: AggregationStrategySum,
+			EnabledAttributes:   []HwStatusMetricAttributeKey{HwStatusMetricAttributeKeyHwState},
+		},
 		HwTemperature: HwTemperatureMetricConfig{
 			Enabled:             true,
 			AggregationStrategy: AggregationStrategyAvg,
 			EnabledAttributes:   []HwTemperatureMetricAttributeKey{HwTemperatureMetricAttributeKeyHwSensorLocation},
+		},
+		HwTemperatureLimit: HwTemperatureLimitMetricConfig{
+			Enabled:             true,
+			AggregationStrategy: AggregationStrategyAvg,
+			EnabledAttributes:   []HwTemperatureLimitMetricAttributeKey{HwTemperatureLimitMetricAttributeKeyHwSensorLocation, HwTemperatureLimitMetricAttributeKeyHwLimitType},
 		},
 		NvidiaGpuClockFrequency: NvidiaGpuClockFrequencyMetricConfig{
 			Enabled:             true,
 			AggregationStrategy: AggregationStrategyAvg,
 			EnabledAttributes:   []NvidiaGpuClockFrequencyMetricAttributeKey{NvidiaGpuClockFrequencyMetricAttributeKeyNvidiaGpuClockType},
 		},
+		NvidiaGpuClockEventActive: NvidiaGpuClockEventActiveMetricConfig{
+			Enabled:             true,
+			AggregationStrategy: AggregationStrategySum,
+			EnabledAttributes:   []NvidiaGpuClockEventActiveMetricAttributeKey{NvidiaGpuClockEventActiveMetricAttributeKeyNvidiaGpuClockEventReason},
+		},
+		NvidiaGpuClockEventDuration: NvidiaGpuClockEventDurationMetricConfig{
+			Enabled:             true,
+			AggregationStrategy: AggregationStrategySum,
+			EnabledAttributes:   []NvidiaGpuClockEventDurationMetricAttributeKey{NvidiaGpuClockEventDurationMetricAttributeKeyNvidiaGpuClockEventCause},
+		},
 		NvidiaGpuCount: NvidiaGpuCountMetricConfig{
+			Enabled: true,
+		},
+		NvidiaGpuFanSpeed: NvidiaGpuFanSpeedMetricConfig{
 			Enabled: true,
 		},
 		NvidiaGpuMemoryFree: NvidiaGpuMemoryFreeMetricConfig{
 			Enabled: true,
 		},
+		NvidiaGpuMemoryRemapFailed: NvidiaGpuMemoryRemapFailedMetricConfig{
+			Enabled: true,
+		},
+		NvidiaGpuMemoryRemapPending: NvidiaGpuMemoryRemapPendingMetricConfig{
+			Enabled: true,
+		},
+		NvidiaGpuMemoryRemappedRows: NvidiaGpuMemoryRemappedRowsMetricConfig{
+			Enabled:             true,
+			AggregationStrategy: AggregationStrategySum,
+			EnabledAttributes:   []NvidiaGpuMemoryRemappedRowsMetricAttributeKey{NvidiaGpuMemoryRemappedRowsMetricAttributeKeyErrorType},
+		},
 		NvidiaGpuMemoryReserved: NvidiaGpuMemoryReservedMetricConfig{
+			Enabled: true,
+		},
+		NvidiaGpuMemoryRetiredPages: NvidiaGpuMemoryRetiredPagesMetricConfig{
+			Enabled:             true,
+			AggregationStrategy: AggregationStrategySum,
+			EnabledAttributes:   []NvidiaGpuMemoryRetiredPagesMetricAttributeKey{NvidiaGpuMemoryRetiredPagesMetricAttributeKeyNvidiaGpuRetiredPagesCause},
+		},
+		NvidiaGpuMemoryRetiredPagesPending: NvidiaGpuMemoryRetiredPagesPendingMetricConfig{
 			Enabled: true,
 		},
 		NvidiaGpuMemoryCopyUtilization: NvidiaGpuMemoryCopyUtilizationMetricConfig{
 			Enabled: true,
 		},
+		NvidiaGpuNvlinkErrors: NvidiaGpuNvlinkErrorsMetricConfig{
+			Enabled:             true,
+			AggregationStrategy: AggregationStrategySum,
+			EnabledAttributes:   []NvidiaGpuNvlinkErrorsMetricAttributeKey{NvidiaGpuNvlinkErrorsMetricAttributeKeyNvidiaGpuNvlinkLink, NvidiaGpuNvlinkErrorsMetricAttributeKeyNvidiaGpuNvlinkErrorType},
+		},
+		NvidiaGpuNvlinkIo: NvidiaGpuNvlinkIoMetricConfig{
+			Enabled:             true,
+			AggregationStrategy: AggregationStrategySum,
+			EnabledAttributes:   []NvidiaGpuNvlinkIoMetricAttributeKey{NvidiaGpuNvlinkIoMetricAttributeKeyNvidiaGpuNvlinkLink, NvidiaGpuNvlinkIoMetricAttributeKeyNetworkIoDirection},
+		},
+		NvidiaGpuNvlinkState: NvidiaGpuNvlinkStateMetricConfig{
+			Enabled:             true,
+			AggregationStrategy: AggregationStrategySum,
+			EnabledAttributes:   []NvidiaGpuNvlinkStateMetricAttributeKey{NvidiaGpuNvlinkStateMetricAttributeKeyNvidiaGpuNvlinkLink},
+		},
+		NvidiaGpuPcieLinkGeneration: NvidiaGpuPcieLinkGenerationMetricConfig{
+			Enabled: true,
+		},
+		NvidiaGpuPcieLinkGenerationMax: NvidiaGpuPcieLinkGenerationMaxMetricConfig{
+			Enabled: true,
+		},
+		NvidiaGpuPcieLinkWidth: NvidiaGpuPcieLinkWidthMetricConfig{
+			Enabled: true,
+		},
+		NvidiaGpuPcieLinkWidthMax: NvidiaGpuPcieLinkWidthMaxMetricConfig{
+			Enabled: true,
+		},
 		NvidiaGpuPcieReplays: NvidiaGpuPcieReplaysMetricConfig{
+			Enabled: true,
+		},
+		NvidiaGpuPerformanceState: NvidiaGpuPerformanceStateMetricConfig{
 			Enabled: true,
 		},
 		NvidiaGpuPowerLimit: NvidiaGpuPowerLimitMetricConfig{
 			Enabled:             true,
 			AggregationStrategy: AggregationStrategyAvg,
 			EnabledAttributes:   []NvidiaGpuPowerLimitMetricAttributeKey{NvidiaGpuPowerLimitMetricAttributeKeyNvidiaGpuPowerLimitType},
+		},
+		NvidiaGpuProcessMemoryUsage: NvidiaGpuProcessMemoryUsageMetricConfig{
+			Enabled: true,
+		},
+		NvidiaGpuProcessUtilization: NvidiaGpuProcessUtilizationMetricConfig{
+			Enabled:             true,
+			AggregationStrategy: AggregationStrategyAvg,
+			EnabledAttributes:   []NvidiaGpuProcessUtilizationMetricAttributeKey{NvidiaGpuProcessUtilizationMetricAttributeKeyNvidiaGpuEngine},
+		},
+		NvidiaGpuProfilingActivity: NvidiaGpuProfilingActivityMetricConfig{
+			Enabled:             true,
+			AggregationStrategy: AggregationStrategyAvg,
+			EnabledAttributes:   []NvidiaGpuProfilingActivityMetricAttributeKey{NvidiaGpuProfilingActivityMetricAttributeKeyNvidiaGpuProfilingMetric},
+		},
+		NvidiaGpuProfilingBandwidth: NvidiaGpuProfilingBandwidthMetricConfig{
+			Enabled:             true,
+			AggregationStrategy: AggregationStrategyAvg,
+			EnabledAttributes:   []NvidiaGpuProfilingBandwidthMetricAttributeKey{NvidiaGpuProfilingBandwidthMetricAttributeKeyNvidiaGpuInterconnect, NvidiaGpuProfilingBandwidthMetricAttributeKeyNetworkIoDirection},
+		},
+		NvidiaGpuXidErrors: NvidiaGpuXidErrorsMetricConfig{
+			Enabled:             true,
+			AggregationStrategy: AggregationStrategySum,
+			EnabledAttributes:   []NvidiaGpuXidErrorsMetricAttributeKey{NvidiaGpuXidErrorsMetricAttributeKeyNvidiaGpuXid},
 		},
 		NvidiaNvmlAvailable: NvidiaNvmlAvailableMetricConfig{
 			Enabled: true,
@@ -556,14 +1611,22 @@ func (rac *ResourceAttributeConfig) Unmarshal(parser *confmap.Conf) error {
 
 // ResourceAttributesConfig provides config for gpu resource attributes.
 type ResourceAttributesConfig struct {
-	HostName          ResourceAttributeConfig `mapstructure:"host.name"`
-	HwDriverVersion   ResourceAttributeConfig `mapstructure:"hw.driver_version"`
-	HwID              ResourceAttributeConfig `mapstructure:"hw.id"`
-	HwModel           ResourceAttributeConfig `mapstructure:"hw.model"`
-	HwType            ResourceAttributeConfig `mapstructure:"hw.type"`
-	HwVendor          ResourceAttributeConfig `mapstructure:"hw.vendor"`
-	NvidiaGpuIndex    ResourceAttributeConfig `mapstructure:"nvidia.gpu.index"`
-	NvidiaGpuPciBusID ResourceAttributeConfig `mapstructure:"nvidia.gpu.pci_bus_id"`
+	HostName                   ResourceAttributeConfig `mapstructure:"host.name"`
+	HwDriverVersion            ResourceAttributeConfig `mapstructure:"hw.driver_version"`
+	HwID                       ResourceAttributeConfig `mapstructure:"hw.id"`
+	HwModel                    ResourceAttributeConfig `mapstructure:"hw.model"`
+	HwParent                   ResourceAttributeConfig `mapstructure:"hw.parent"`
+	HwType                     ResourceAttributeConfig `mapstructure:"hw.type"`
+	HwVendor                   ResourceAttributeConfig `mapstructure:"hw.vendor"`
+	NvidiaGpuIndex             ResourceAttributeConfig `mapstructure:"nvidia.gpu.index"`
+	NvidiaGpuPciBusID          ResourceAttributeConfig `mapstructure:"nvidia.gpu.pci_bus_id"`
+	NvidiaGpuProcessType       ResourceAttributeConfig `mapstructure:"nvidia.gpu.process.type"`
+	NvidiaMigComputeInstanceID ResourceAttributeConfig `mapstructure:"nvidia.mig.compute_instance_id"`
+	NvidiaMigGpuInstanceID     ResourceAttributeConfig `mapstructure:"nvidia.mig.gpu_instance_id"`
+	NvidiaMigProfile           ResourceAttributeConfig `mapstructure:"nvidia.mig.profile"`
+	NvidiaMigUUID              ResourceAttributeConfig `mapstructure:"nvidia.mig.uuid"`
+	ProcessExecutableName      ResourceAttributeConfig `mapstructure:"process.executable.name"`
+	ProcessPid                 ResourceAttributeConfig `mapstructure:"process.pid"`
 }
 
 func DefaultResourceAttributesConfig() ResourceAttributesConfig {
@@ -580,6 +1643,9 @@ func DefaultResourceAttributesConfig() ResourceAttributesConfig {
 		HwModel: ResourceAttributeConfig{
 			Enabled: true,
 		},
+		HwParent: ResourceAttributeConfig{
+			Enabled: true,
+		},
 		HwType: ResourceAttributeConfig{
 			Enabled: true,
 		},
@@ -590,6 +1656,27 @@ func DefaultResourceAttributesConfig() ResourceAttributesConfig {
 			Enabled: true,
 		},
 		NvidiaGpuPciBusID: ResourceAttributeConfig{
+			Enabled: true,
+		},
+		NvidiaGpuProcessType: ResourceAttributeConfig{
+			Enabled: true,
+		},
+		NvidiaMigComputeInstanceID: ResourceAttributeConfig{
+			Enabled: true,
+		},
+		NvidiaMigGpuInstanceID: ResourceAttributeConfig{
+			Enabled: true,
+		},
+		NvidiaMigProfile: ResourceAttributeConfig{
+			Enabled: true,
+		},
+		NvidiaMigUUID: ResourceAttributeConfig{
+			Enabled: true,
+		},
+		ProcessExecutableName: ResourceAttributeConfig{
+			Enabled: true,
+		},
+		ProcessPid: ResourceAttributeConfig{
 			Enabled: true,
 		},
 	}

@@ -29,6 +29,16 @@ func TestMetricsBuilderConfig(t *testing.T) {
 					HwEnergy: HwEnergyMetricConfig{
 						Enabled: true,
 					},
+					HwErrors: HwErrorsMetricConfig{
+						Enabled:             true,
+						AggregationStrategy: AggregationStrategySum,
+						EnabledAttributes:   []HwErrorsMetricAttributeKey{HwErrorsMetricAttributeKeyErrorType, HwErrorsMetricAttributeKeyNvidiaGpuEccCounterType},
+					},
+					HwGpuIo: HwGpuIoMetricConfig{
+						Enabled:             true,
+						AggregationStrategy: AggregationStrategySum,
+						EnabledAttributes:   []HwGpuIoMetricAttributeKey{HwGpuIoMetricAttributeKeyNetworkIoDirection},
+					},
 					HwGpuMemoryLimit: HwGpuMemoryLimitMetricConfig{
 						Enabled: true,
 					},
@@ -43,35 +53,130 @@ func TestMetricsBuilderConfig(t *testing.T) {
 					HwPower: HwPowerMetricConfig{
 						Enabled: true,
 					},
+					HwStatus: HwStatusMetricConfig{
+						Enabled:             true,
+						AggregationStrategy: AggregationStrategySum,
+						EnabledAttributes:   []HwStatusMetricAttributeKey{HwStatusMetricAttributeKeyHwState},
+					},
 					HwTemperature: HwTemperatureMetricConfig{
 						Enabled:             true,
 						AggregationStrategy: AggregationStrategyAvg,
 						EnabledAttributes:   []HwTemperatureMetricAttributeKey{HwTemperatureMetricAttributeKeyHwSensorLocation},
+					},
+					HwTemperatureLimit: HwTemperatureLimitMetricConfig{
+						Enabled:             true,
+						AggregationStrategy: AggregationStrategyAvg,
+						EnabledAttributes:   []HwTemperatureLimitMetricAttributeKey{HwTemperatureLimitMetricAttributeKeyHwSensorLocation, HwTemperatureLimitMetricAttributeKeyHwLimitType},
 					},
 					NvidiaGpuClockFrequency: NvidiaGpuClockFrequencyMetricConfig{
 						Enabled:             true,
 						AggregationStrategy: AggregationStrategyAvg,
 						EnabledAttributes:   []NvidiaGpuClockFrequencyMetricAttributeKey{NvidiaGpuClockFrequencyMetricAttributeKeyNvidiaGpuClockType},
 					},
+					NvidiaGpuClockEventActive: NvidiaGpuClockEventActiveMetricConfig{
+						Enabled:             true,
+						AggregationStrategy: AggregationStrategySum,
+						EnabledAttributes:   []NvidiaGpuClockEventActiveMetricAttributeKey{NvidiaGpuClockEventActiveMetricAttributeKeyNvidiaGpuClockEventReason},
+					},
+					NvidiaGpuClockEventDuration: NvidiaGpuClockEventDurationMetricConfig{
+						Enabled:             true,
+						AggregationStrategy: AggregationStrategySum,
+						EnabledAttributes:   []NvidiaGpuClockEventDurationMetricAttributeKey{NvidiaGpuClockEventDurationMetricAttributeKeyNvidiaGpuClockEventCause},
+					},
 					NvidiaGpuCount: NvidiaGpuCountMetricConfig{
+						Enabled: true,
+					},
+					NvidiaGpuFanSpeed: NvidiaGpuFanSpeedMetricConfig{
 						Enabled: true,
 					},
 					NvidiaGpuMemoryFree: NvidiaGpuMemoryFreeMetricConfig{
 						Enabled: true,
 					},
+					NvidiaGpuMemoryRemapFailed: NvidiaGpuMemoryRemapFailedMetricConfig{
+						Enabled: true,
+					},
+					NvidiaGpuMemoryRemapPending: NvidiaGpuMemoryRemapPendingMetricConfig{
+						Enabled: true,
+					},
+					NvidiaGpuMemoryRemappedRows: NvidiaGpuMemoryRemappedRowsMetricConfig{
+						Enabled:             true,
+						AggregationStrategy: AggregationStrategySum,
+						EnabledAttributes:   []NvidiaGpuMemoryRemappedRowsMetricAttributeKey{NvidiaGpuMemoryRemappedRowsMetricAttributeKeyErrorType},
+					},
 					NvidiaGpuMemoryReserved: NvidiaGpuMemoryReservedMetricConfig{
+						Enabled: true,
+					},
+					NvidiaGpuMemoryRetiredPages: NvidiaGpuMemoryRetiredPagesMetricConfig{
+						Enabled:             true,
+						AggregationStrategy: AggregationStrategySum,
+						EnabledAttributes:   []NvidiaGpuMemoryRetiredPagesMetricAttributeKey{NvidiaGpuMemoryRetiredPagesMetricAttributeKeyNvidiaGpuRetiredPagesCause},
+					},
+					NvidiaGpuMemoryRetiredPagesPending: NvidiaGpuMemoryRetiredPagesPendingMetricConfig{
 						Enabled: true,
 					},
 					NvidiaGpuMemoryCopyUtilization: NvidiaGpuMemoryCopyUtilizationMetricConfig{
 						Enabled: true,
 					},
+					NvidiaGpuNvlinkErrors: NvidiaGpuNvlinkErrorsMetricConfig{
+						Enabled:             true,
+						AggregationStrategy: AggregationStrategySum,
+						EnabledAttributes:   []NvidiaGpuNvlinkErrorsMetricAttributeKey{NvidiaGpuNvlinkErrorsMetricAttributeKeyNvidiaGpuNvlinkLink, NvidiaGpuNvlinkErrorsMetricAttributeKeyNvidiaGpuNvlinkErrorType},
+					},
+					NvidiaGpuNvlinkIo: NvidiaGpuNvlinkIoMetricConfig{
+						Enabled:             true,
+						AggregationStrategy: AggregationStrategySum,
+						EnabledAttributes:   []NvidiaGpuNvlinkIoMetricAttributeKey{NvidiaGpuNvlinkIoMetricAttributeKeyNvidiaGpuNvlinkLink, NvidiaGpuNvlinkIoMetricAttributeKeyNetworkIoDirection},
+					},
+					NvidiaGpuNvlinkState: NvidiaGpuNvlinkStateMetricConfig{
+						Enabled:             true,
+						AggregationStrategy: AggregationStrategySum,
+						EnabledAttributes:   []NvidiaGpuNvlinkStateMetricAttributeKey{NvidiaGpuNvlinkStateMetricAttributeKeyNvidiaGpuNvlinkLink},
+					},
+					NvidiaGpuPcieLinkGeneration: NvidiaGpuPcieLinkGenerationMetricConfig{
+						Enabled: true,
+					},
+					NvidiaGpuPcieLinkGenerationMax: NvidiaGpuPcieLinkGenerationMaxMetricConfig{
+						Enabled: true,
+					},
+					NvidiaGpuPcieLinkWidth: NvidiaGpuPcieLinkWidthMetricConfig{
+						Enabled: true,
+					},
+					NvidiaGpuPcieLinkWidthMax: NvidiaGpuPcieLinkWidthMaxMetricConfig{
+						Enabled: true,
+					},
 					NvidiaGpuPcieReplays: NvidiaGpuPcieReplaysMetricConfig{
+						Enabled: true,
+					},
+					NvidiaGpuPerformanceState: NvidiaGpuPerformanceStateMetricConfig{
 						Enabled: true,
 					},
 					NvidiaGpuPowerLimit: NvidiaGpuPowerLimitMetricConfig{
 						Enabled:             true,
 						AggregationStrategy: AggregationStrategyAvg,
 						EnabledAttributes:   []NvidiaGpuPowerLimitMetricAttributeKey{NvidiaGpuPowerLimitMetricAttributeKeyNvidiaGpuPowerLimitType},
+					},
+					NvidiaGpuProcessMemoryUsage: NvidiaGpuProcessMemoryUsageMetricConfig{
+						Enabled: true,
+					},
+					NvidiaGpuProcessUtilization: NvidiaGpuProcessUtilizationMetricConfig{
+						Enabled:             true,
+						AggregationStrategy: AggregationStrategyAvg,
+						EnabledAttributes:   []NvidiaGpuProcessUtilizationMetricAttributeKey{NvidiaGpuProcessUtilizationMetricAttributeKeyNvidiaGpuEngine},
+					},
+					NvidiaGpuProfilingActivity: NvidiaGpuProfilingActivityMetricConfig{
+						Enabled:             true,
+						AggregationStrategy: AggregationStrategyAvg,
+						EnabledAttributes:   []NvidiaGpuProfilingActivityMetricAttributeKey{NvidiaGpuProfilingActivityMetricAttributeKeyNvidiaGpuProfilingMetric},
+					},
+					NvidiaGpuProfilingBandwidth: NvidiaGpuProfilingBandwidthMetricConfig{
+						Enabled:             true,
+						AggregationStrategy: AggregationStrategyAvg,
+						EnabledAttributes:   []NvidiaGpuProfilingBandwidthMetricAttributeKey{NvidiaGpuProfilingBandwidthMetricAttributeKeyNvidiaGpuInterconnect, NvidiaGpuProfilingBandwidthMetricAttributeKeyNetworkIoDirection},
+					},
+					NvidiaGpuXidErrors: NvidiaGpuXidErrorsMetricConfig{
+						Enabled:             true,
+						AggregationStrategy: AggregationStrategySum,
+						EnabledAttributes:   []NvidiaGpuXidErrorsMetricAttributeKey{NvidiaGpuXidErrorsMetricAttributeKeyNvidiaGpuXid},
 					},
 					NvidiaNvmlAvailable: NvidiaNvmlAvailableMetricConfig{
 						Enabled: true,
@@ -83,14 +188,22 @@ func TestMetricsBuilderConfig(t *testing.T) {
 					},
 				},
 				ResourceAttributes: ResourceAttributesConfig{
-					HostName:          ResourceAttributeConfig{Enabled: true},
-					HwDriverVersion:   ResourceAttributeConfig{Enabled: true},
-					HwID:              ResourceAttributeConfig{Enabled: true},
-					HwModel:           ResourceAttributeConfig{Enabled: true},
-					HwType:            ResourceAttributeConfig{Enabled: true},
-					HwVendor:          ResourceAttributeConfig{Enabled: true},
-					NvidiaGpuIndex:    ResourceAttributeConfig{Enabled: true},
-					NvidiaGpuPciBusID: ResourceAttributeConfig{Enabled: true},
+					HostName:                   ResourceAttributeConfig{Enabled: true},
+					HwDriverVersion:            ResourceAttributeConfig{Enabled: true},
+					HwID:                       ResourceAttributeConfig{Enabled: true},
+					HwModel:                    ResourceAttributeConfig{Enabled: true},
+					HwParent:                   ResourceAttributeConfig{Enabled: true},
+					HwType:                     ResourceAttributeConfig{Enabled: true},
+					HwVendor:                   ResourceAttributeConfig{Enabled: true},
+					NvidiaGpuIndex:             ResourceAttributeConfig{Enabled: true},
+					NvidiaGpuPciBusID:          ResourceAttributeConfig{Enabled: true},
+					NvidiaGpuProcessType:       ResourceAttributeConfig{Enabled: true},
+					NvidiaMigComputeInstanceID: ResourceAttributeConfig{Enabled: true},
+					NvidiaMigGpuInstanceID:     ResourceAttributeConfig{Enabled: true},
+					NvidiaMigProfile:           ResourceAttributeConfig{Enabled: true},
+					NvidiaMigUUID:              ResourceAttributeConfig{Enabled: true},
+					ProcessExecutableName:      ResourceAttributeConfig{Enabled: true},
+					ProcessPid:                 ResourceAttributeConfig{Enabled: true},
 				},
 			},
 		},
@@ -101,6 +214,16 @@ func TestMetricsBuilderConfig(t *testing.T) {
 					HwEnergy: HwEnergyMetricConfig{
 						Enabled: false,
 					},
+					HwErrors: HwErrorsMetricConfig{
+						Enabled:             false,
+						AggregationStrategy: AggregationStrategySum,
+						EnabledAttributes:   []HwErrorsMetricAttributeKey{HwErrorsMetricAttributeKeyErrorType, HwErrorsMetricAttributeKeyNvidiaGpuEccCounterType},
+					},
+					HwGpuIo: HwGpuIoMetricConfig{
+						Enabled:             false,
+						AggregationStrategy: AggregationStrategySum,
+						EnabledAttributes:   []HwGpuIoMetricAttributeKey{HwGpuIoMetricAttributeKeyNetworkIoDirection},
+					},
 					HwGpuMemoryLimit: HwGpuMemoryLimitMetricConfig{
 						Enabled: false,
 					},
@@ -115,35 +238,130 @@ func TestMetricsBuilderConfig(t *testing.T) {
 					HwPower: HwPowerMetricConfig{
 						Enabled: false,
 					},
+					HwStatus: HwStatusMetricConfig{
+						Enabled:             false,
+						AggregationStrategy: AggregationStrategySum,
+						EnabledAttributes:   []HwStatusMetricAttributeKey{HwStatusMetricAttributeKeyHwState},
+					},
 					HwTemperature: HwTemperatureMetricConfig{
 						Enabled:             false,
 						AggregationStrategy: AggregationStrategyAvg,
 						EnabledAttributes:   []HwTemperatureMetricAttributeKey{HwTemperatureMetricAttributeKeyHwSensorLocation},
+					},
+					HwTemperatureLimit: HwTemperatureLimitMetricConfig{
+						Enabled:             false,
+						AggregationStrategy: AggregationStrategyAvg,
+						EnabledAttributes:   []HwTemperatureLimitMetricAttributeKey{HwTemperatureLimitMetricAttributeKeyHwSensorLocation, HwTemperatureLimitMetricAttributeKeyHwLimitType},
 					},
 					NvidiaGpuClockFrequency: NvidiaGpuClockFrequencyMetricConfig{
 						Enabled:             false,
 						AggregationStrategy: AggregationStrategyAvg,
 						EnabledAttributes:   []NvidiaGpuClockFrequencyMetricAttributeKey{NvidiaGpuClockFrequencyMetricAttributeKeyNvidiaGpuClockType},
 					},
+					NvidiaGpuClockEventActive: NvidiaGpuClockEventActiveMetricConfig{
+						Enabled:             false,
+						AggregationStrategy: AggregationStrategySum,
+						EnabledAttributes:   []NvidiaGpuClockEventActiveMetricAttributeKey{NvidiaGpuClockEventActiveMetricAttributeKeyNvidiaGpuClockEventReason},
+					},
+					NvidiaGpuClockEventDuration: NvidiaGpuClockEventDurationMetricConfig{
+						Enabled:             false,
+						AggregationStrategy: AggregationStrategySum,
+						EnabledAttributes:   []NvidiaGpuClockEventDurationMetricAttributeKey{NvidiaGpuClockEventDurationMetricAttributeKeyNvidiaGpuClockEventCause},
+					},
 					NvidiaGpuCount: NvidiaGpuCountMetricConfig{
+						Enabled: false,
+					},
+					NvidiaGpuFanSpeed: NvidiaGpuFanSpeedMetricConfig{
 						Enabled: false,
 					},
 					NvidiaGpuMemoryFree: NvidiaGpuMemoryFreeMetricConfig{
 						Enabled: false,
 					},
+					NvidiaGpuMemoryRemapFailed: NvidiaGpuMemoryRemapFailedMetricConfig{
+						Enabled: false,
+					},
+					NvidiaGpuMemoryRemapPending: NvidiaGpuMemoryRemapPendingMetricConfig{
+						Enabled: false,
+					},
+					NvidiaGpuMemoryRemappedRows: NvidiaGpuMemoryRemappedRowsMetricConfig{
+						Enabled:             false,
+						AggregationStrategy: AggregationStrategySum,
+						EnabledAttributes:   []NvidiaGpuMemoryRemappedRowsMetricAttributeKey{NvidiaGpuMemoryRemappedRowsMetricAttributeKeyErrorType},
+					},
 					NvidiaGpuMemoryReserved: NvidiaGpuMemoryReservedMetricConfig{
+						Enabled: false,
+					},
+					NvidiaGpuMemoryRetiredPages: NvidiaGpuMemoryRetiredPagesMetricConfig{
+						Enabled:             false,
+						AggregationStrategy: AggregationStrategySum,
+						EnabledAttributes:   []NvidiaGpuMemoryRetiredPagesMetricAttributeKey{NvidiaGpuMemoryRetiredPagesMetricAttributeKeyNvidiaGpuRetiredPagesCause},
+					},
+					NvidiaGpuMemoryRetiredPagesPending: NvidiaGpuMemoryRetiredPagesPendingMetricConfig{
 						Enabled: false,
 					},
 					NvidiaGpuMemoryCopyUtilization: NvidiaGpuMemoryCopyUtilizationMetricConfig{
 						Enabled: false,
 					},
+					NvidiaGpuNvlinkErrors: NvidiaGpuNvlinkErrorsMetricConfig{
+						Enabled:             false,
+						AggregationStrategy: AggregationStrategySum,
+						EnabledAttributes:   []NvidiaGpuNvlinkErrorsMetricAttributeKey{NvidiaGpuNvlinkErrorsMetricAttributeKeyNvidiaGpuNvlinkLink, NvidiaGpuNvlinkErrorsMetricAttributeKeyNvidiaGpuNvlinkErrorType},
+					},
+					NvidiaGpuNvlinkIo: NvidiaGpuNvlinkIoMetricConfig{
+						Enabled:             false,
+						AggregationStrategy: AggregationStrategySum,
+						EnabledAttributes:   []NvidiaGpuNvlinkIoMetricAttributeKey{NvidiaGpuNvlinkIoMetricAttributeKeyNvidiaGpuNvlinkLink, NvidiaGpuNvlinkIoMetricAttributeKeyNetworkIoDirection},
+					},
+					NvidiaGpuNvlinkState: NvidiaGpuNvlinkStateMetricConfig{
+						Enabled:             false,
+						AggregationStrategy: AggregationStrategySum,
+						EnabledAttributes:   []NvidiaGpuNvlinkStateMetricAttributeKey{NvidiaGpuNvlinkStateMetricAttributeKeyNvidiaGpuNvlinkLink},
+					},
+					NvidiaGpuPcieLinkGeneration: NvidiaGpuPcieLinkGenerationMetricConfig{
+						Enabled: false,
+					},
+					NvidiaGpuPcieLinkGenerationMax: NvidiaGpuPcieLinkGenerationMaxMetricConfig{
+						Enabled: false,
+					},
+					NvidiaGpuPcieLinkWidth: NvidiaGpuPcieLinkWidthMetricConfig{
+						Enabled: false,
+					},
+					NvidiaGpuPcieLinkWidthMax: NvidiaGpuPcieLinkWidthMaxMetricConfig{
+						Enabled: false,
+					},
 					NvidiaGpuPcieReplays: NvidiaGpuPcieReplaysMetricConfig{
+						Enabled: false,
+					},
+					NvidiaGpuPerformanceState: NvidiaGpuPerformanceStateMetricConfig{
 						Enabled: false,
 					},
 					NvidiaGpuPowerLimit: NvidiaGpuPowerLimitMetricConfig{
 						Enabled:             false,
 						AggregationStrategy: AggregationStrategyAvg,
 						EnabledAttributes:   []NvidiaGpuPowerLimitMetricAttributeKey{NvidiaGpuPowerLimitMetricAttributeKeyNvidiaGpuPowerLimitType},
+					},
+					NvidiaGpuProcessMemoryUsage: NvidiaGpuProcessMemoryUsageMetricConfig{
+						Enabled: false,
+					},
+					NvidiaGpuProcessUtilization: NvidiaGpuProcessUtilizationMetricConfig{
+						Enabled:             false,
+						AggregationStrategy: AggregationStrategyAvg,
+						EnabledAttributes:   []NvidiaGpuProcessUtilizationMetricAttributeKey{NvidiaGpuProcessUtilizationMetricAttributeKeyNvidiaGpuEngine},
+					},
+					NvidiaGpuProfilingActivity: NvidiaGpuProfilingActivityMetricConfig{
+						Enabled:             false,
+						AggregationStrategy: AggregationStrategyAvg,
+						EnabledAttributes:   []NvidiaGpuProfilingActivityMetricAttributeKey{NvidiaGpuProfilingActivityMetricAttributeKeyNvidiaGpuProfilingMetric},
+					},
+					NvidiaGpuProfilingBandwidth: NvidiaGpuProfilingBandwidthMetricConfig{
+						Enabled:             false,
+						AggregationStrategy: AggregationStrategyAvg,
+						EnabledAttributes:   []NvidiaGpuProfilingBandwidthMetricAttributeKey{NvidiaGpuProfilingBandwidthMetricAttributeKeyNvidiaGpuInterconnect, NvidiaGpuProfilingBandwidthMetricAttributeKeyNetworkIoDirection},
+					},
+					NvidiaGpuXidErrors: NvidiaGpuXidErrorsMetricConfig{
+						Enabled:             false,
+						AggregationStrategy: AggregationStrategySum,
+						EnabledAttributes:   []NvidiaGpuXidErrorsMetricAttributeKey{NvidiaGpuXidErrorsMetricAttributeKeyNvidiaGpuXid},
 					},
 					NvidiaNvmlAvailable: NvidiaNvmlAvailableMetricConfig{
 						Enabled: false,
@@ -155,14 +373,22 @@ func TestMetricsBuilderConfig(t *testing.T) {
 					},
 				},
 				ResourceAttributes: ResourceAttributesConfig{
-					HostName:          ResourceAttributeConfig{Enabled: false},
-					HwDriverVersion:   ResourceAttributeConfig{Enabled: false},
-					HwID:              ResourceAttributeConfig{Enabled: false},
-					HwModel:           ResourceAttributeConfig{Enabled: false},
-					HwType:            ResourceAttributeConfig{Enabled: false},
-					HwVendor:          ResourceAttributeConfig{Enabled: false},
-					NvidiaGpuIndex:    ResourceAttributeConfig{Enabled: false},
-					NvidiaGpuPciBusID: ResourceAttributeConfig{Enabled: false},
+					HostName:                   ResourceAttributeConfig{Enabled: false},
+					HwDriverVersion:            ResourceAttributeConfig{Enabled: false},
+					HwID:                       ResourceAttributeConfig{Enabled: false},
+					HwModel:                    ResourceAttributeConfig{Enabled: false},
+					HwParent:                   ResourceAttributeConfig{Enabled: false},
+					HwType:                     ResourceAttributeConfig{Enabled: false},
+					HwVendor:                   ResourceAttributeConfig{Enabled: false},
+					NvidiaGpuIndex:             ResourceAttributeConfig{Enabled: false},
+					NvidiaGpuPciBusID:          ResourceAttributeConfig{Enabled: false},
+					NvidiaGpuProcessType:       ResourceAttributeConfig{Enabled: false},
+					NvidiaMigComputeInstanceID: ResourceAttributeConfig{Enabled: false},
+					NvidiaMigGpuInstanceID:     ResourceAttributeConfig{Enabled: false},
+					NvidiaMigProfile:           ResourceAttributeConfig{Enabled: false},
+					NvidiaMigUUID:              ResourceAttributeConfig{Enabled: false},
+					ProcessExecutableName:      ResourceAttributeConfig{Enabled: false},
+					ProcessPid:                 ResourceAttributeConfig{Enabled: false},
 				},
 			},
 		},
@@ -170,10 +396,34 @@ func TestMetricsBuilderConfig(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := loadMetricsBuilderConfig(t, tt.name)
-			diff := cmp.Diff(tt.want, cfg, cmpopts.IgnoreUnexported(HwEnergyMetricConfig{}, HwGpuMemoryLimitMetricConfig{}, HwGpuMemoryUsageMetricConfig{}, HwGpuUtilizationMetricConfig{}, HwPowerMetricConfig{}, HwTemperatureMetricConfig{}, NvidiaGpuClockFrequencyMetricConfig{}, NvidiaGpuCountMetricConfig{}, NvidiaGpuMemoryFreeMetricConfig{}, NvidiaGpuMemoryReservedMetricConfig{}, NvidiaGpuMemoryCopyUtilizationMetricConfig{}, NvidiaGpuPcieReplaysMetricConfig{}, NvidiaGpuPowerLimitMetricConfig{}, NvidiaNvmlAvailableMetricConfig{}, NvidiaNvmlInitErrorsMetricConfig{}, ResourceAttributeConfig{}))
+			diff := cmp.Diff(tt.want, cfg, cmpopts.IgnoreUnexported(HwEnergyMetricConfig{}, HwErrorsMetricConfig{}, HwGpuIoMetricConfig{}, HwGpuMemoryLimitMetricConfig{}, HwGpuMemoryUsageMetricConfig{}, HwGpuUtilizationMetricConfig{}, HwPowerMetricConfig{}, HwStatusMetricConfig{}, HwTemperatureMetricConfig{}, HwTemperatureLimitMetricConfig{}, NvidiaGpuClockFrequencyMetricConfig{}, NvidiaGpuClockEventActiveMetricConfig{}, NvidiaGpuClockEventDurationMetricConfig{}, NvidiaGpuCountMetricConfig{}, NvidiaGpuFanSpeedMetricConfig{}, NvidiaGpuMemoryFreeMetricConfig{}, NvidiaGpuMemoryRemapFailedMetricConfig{}, NvidiaGpuMemoryRemapPendingMetricConfig{}, NvidiaGpuMemoryRemappedRowsMetricConfig{}, NvidiaGpuMemoryReservedMetricConfig{}, NvidiaGpuMemoryRetiredPagesMetricConfig{}, NvidiaGpuMemoryRetiredPagesPendingMetricConfig{}, NvidiaGpuMemoryCopyUtilizationMetricConfig{}, NvidiaGpuNvlinkErrorsMetricConfig{}, NvidiaGpuNvlinkIoMetricConfig{}, NvidiaGpuNvlinkStateMetricConfig{}, NvidiaGpuPcieLinkGenerationMetricConfig{}, NvidiaGpuPcieLinkGenerationMaxMetricConfig{}, NvidiaGpuPcieLinkWidthMetricConfig{}, NvidiaGpuPcieLinkWidthMaxMetricConfig{}, NvidiaGpuPcieReplaysMetricConfig{}, NvidiaGpuPerformanceStateMetricConfig{}, NvidiaGpuPowerLimitMetricConfig{}, NvidiaGpuProcessMemoryUsageMetricConfig{}, NvidiaGpuProcessUtilizationMetricConfig{}, NvidiaGpuProfilingActivityMetricConfig{}, NvidiaGpuProfilingBandwidthMetricConfig{}, NvidiaGpuXidErrorsMetricConfig{}, NvidiaNvmlAvailableMetricConfig{}, NvidiaNvmlInitErrorsMetricConfig{}, ResourceAttributeConfig{}))
 			require.Emptyf(t, diff, "Config mismatch (-expected +actual):\n%s", diff)
 		})
 	}
+}
+
+func TestHwErrorsMetricsConfig_Validate(t *testing.T) {
+	cfg := DefaultMetricsConfig().HwErrors
+	require.NoError(t, cfg.Validate())
+
+	cfg.EnabledAttributes = []HwErrorsMetricAttributeKey{"invalid"}
+	require.ErrorContains(t, cfg.Validate(), "metric hw.errors doesn't have an attribute invalid, valid attributes: [error.type, nvidia.gpu.ecc.counter_type]")
+
+	cfg = DefaultMetricsConfig().HwErrors
+	cfg.AggregationStrategy = "invalid"
+	require.ErrorContains(t, cfg.Validate(), "invalid aggregation strategy")
+}
+
+func TestHwGpuIoMetricsConfig_Validate(t *testing.T) {
+	cfg := DefaultMetricsConfig().HwGpuIo
+	require.NoError(t, cfg.Validate())
+
+	cfg.EnabledAttributes = []HwGpuIoMetricAttributeKey{"invalid"}
+	require.ErrorContains(t, cfg.Validate(), "metric hw.gpu.io doesn't have an attribute invalid, valid attributes: [network.io.direction]")
+
+	cfg = DefaultMetricsConfig().HwGpuIo
+	cfg.AggregationStrategy = "invalid"
+	require.ErrorContains(t, cfg.Validate(), "invalid aggregation strategy")
 }
 
 func TestHwGpuUtilizationMetricsConfig_Validate(t *testing.T) {
@@ -184,6 +434,18 @@ func TestHwGpuUtilizationMetricsConfig_Validate(t *testing.T) {
 	require.ErrorContains(t, cfg.Validate(), "metric hw.gpu.utilization doesn't have an attribute invalid, valid attributes: [hw.gpu.task]")
 
 	cfg = DefaultMetricsConfig().HwGpuUtilization
+	cfg.AggregationStrategy = "invalid"
+	require.ErrorContains(t, cfg.Validate(), "invalid aggregation strategy")
+}
+
+func TestHwStatusMetricsConfig_Validate(t *testing.T) {
+	cfg := DefaultMetricsConfig().HwStatus
+	require.NoError(t, cfg.Validate())
+
+	cfg.EnabledAttributes = []HwStatusMetricAttributeKey{"invalid"}
+	require.ErrorContains(t, cfg.Validate(), "metric hw.status doesn't have an attribute invalid, valid attributes: [hw.state]")
+
+	cfg = DefaultMetricsConfig().HwStatus
 	cfg.AggregationStrategy = "invalid"
 	require.ErrorContains(t, cfg.Validate(), "invalid aggregation strategy")
 }
@@ -200,6 +462,18 @@ func TestHwTemperatureMetricsConfig_Validate(t *testing.T) {
 	require.ErrorContains(t, cfg.Validate(), "invalid aggregation strategy")
 }
 
+func TestHwTemperatureLimitMetricsConfig_Validate(t *testing.T) {
+	cfg := DefaultMetricsConfig().HwTemperatureLimit
+	require.NoError(t, cfg.Validate())
+
+	cfg.EnabledAttributes = []HwTemperatureLimitMetricAttributeKey{"invalid"}
+	require.ErrorContains(t, cfg.Validate(), "metric hw.temperature.limit doesn't have an attribute invalid, valid attributes: [hw.sensor_location, hw.limit_type]")
+
+	cfg = DefaultMetricsConfig().HwTemperatureLimit
+	cfg.AggregationStrategy = "invalid"
+	require.ErrorContains(t, cfg.Validate(), "invalid aggregation strategy")
+}
+
 func TestNvidiaGpuClockFrequencyMetricsConfig_Validate(t *testing.T) {
 	cfg := DefaultMetricsConfig().NvidiaGpuClockFrequency
 	require.NoError(t, cfg.Validate())
@@ -212,6 +486,90 @@ func TestNvidiaGpuClockFrequencyMetricsConfig_Validate(t *testing.T) {
 	require.ErrorContains(t, cfg.Validate(), "invalid aggregation strategy")
 }
 
+func TestNvidiaGpuClockEventActiveMetricsConfig_Validate(t *testing.T) {
+	cfg := DefaultMetricsConfig().NvidiaGpuClockEventActive
+	require.NoError(t, cfg.Validate())
+
+	cfg.EnabledAttributes = []NvidiaGpuClockEventActiveMetricAttributeKey{"invalid"}
+	require.ErrorContains(t, cfg.Validate(), "metric nvidia.gpu.clock_event.active doesn't have an attribute invalid, valid attributes: [nvidia.gpu.clock_event.reason]")
+
+	cfg = DefaultMetricsConfig().NvidiaGpuClockEventActive
+	cfg.AggregationStrategy = "invalid"
+	require.ErrorContains(t, cfg.Validate(), "invalid aggregation strategy")
+}
+
+func TestNvidiaGpuClockEventDurationMetricsConfig_Validate(t *testing.T) {
+	cfg := DefaultMetricsConfig().NvidiaGpuClockEventDuration
+	require.NoError(t, cfg.Validate())
+
+	cfg.EnabledAttributes = []NvidiaGpuClockEventDurationMetricAttributeKey{"invalid"}
+	require.ErrorContains(t, cfg.Validate(), "metric nvidia.gpu.clock_event.duration doesn't have an attribute invalid, valid attributes: [nvidia.gpu.clock_event.cause]")
+
+	cfg = DefaultMetricsConfig().NvidiaGpuClockEventDuration
+	cfg.AggregationStrategy = "invalid"
+	require.ErrorContains(t, cfg.Validate(), "invalid aggregation strategy")
+}
+
+func TestNvidiaGpuMemoryRemappedRowsMetricsConfig_Validate(t *testing.T) {
+	cfg := DefaultMetricsConfig().NvidiaGpuMemoryRemappedRows
+	require.NoError(t, cfg.Validate())
+
+	cfg.EnabledAttributes = []NvidiaGpuMemoryRemappedRowsMetricAttributeKey{"invalid"}
+	require.ErrorContains(t, cfg.Validate(), "metric nvidia.gpu.memory.remapped_rows doesn't have an attribute invalid, valid attributes: [error.type]")
+
+	cfg = DefaultMetricsConfig().NvidiaGpuMemoryRemappedRows
+	cfg.AggregationStrategy = "invalid"
+	require.ErrorContains(t, cfg.Validate(), "invalid aggregation strategy")
+}
+
+func TestNvidiaGpuMemoryRetiredPagesMetricsConfig_Validate(t *testing.T) {
+	cfg := DefaultMetricsConfig().NvidiaGpuMemoryRetiredPages
+	require.NoError(t, cfg.Validate())
+
+	cfg.EnabledAttributes = []NvidiaGpuMemoryRetiredPagesMetricAttributeKey{"invalid"}
+	require.ErrorContains(t, cfg.Validate(), "metric nvidia.gpu.memory.retired_pages doesn't have an attribute invalid, valid attributes: [nvidia.gpu.retired_pages.cause]")
+
+	cfg = DefaultMetricsConfig().NvidiaGpuMemoryRetiredPages
+	cfg.AggregationStrategy = "invalid"
+	require.ErrorContains(t, cfg.Validate(), "invalid aggregation strategy")
+}
+
+func TestNvidiaGpuNvlinkErrorsMetricsConfig_Validate(t *testing.T) {
+	cfg := DefaultMetricsConfig().NvidiaGpuNvlinkErrors
+	require.NoError(t, cfg.Validate())
+
+	cfg.EnabledAttributes = []NvidiaGpuNvlinkErrorsMetricAttributeKey{"invalid"}
+	require.ErrorContains(t, cfg.Validate(), "metric nvidia.gpu.nvlink.errors doesn't have an attribute invalid, valid attributes: [nvidia.gpu.nvlink.link, nvidia.gpu.nvlink.error.type]")
+
+	cfg = DefaultMetricsConfig().NvidiaGpuNvlinkErrors
+	cfg.AggregationStrategy = "invalid"
+	require.ErrorContains(t, cfg.Validate(), "invalid aggregation strategy")
+}
+
+func TestNvidiaGpuNvlinkIoMetricsConfig_Validate(t *testing.T) {
+	cfg := DefaultMetricsConfig().NvidiaGpuNvlinkIo
+	require.NoError(t, cfg.Validate())
+
+	cfg.EnabledAttributes = []NvidiaGpuNvlinkIoMetricAttributeKey{"invalid"}
+	require.ErrorContains(t, cfg.Validate(), "metric nvidia.gpu.nvlink.io doesn't have an attribute invalid, valid attributes: [nvidia.gpu.nvlink.link, network.io.direction]")
+
+	cfg = DefaultMetricsConfig().NvidiaGpuNvlinkIo
+	cfg.AggregationStrategy = "invalid"
+	require.ErrorContains(t, cfg.Validate(), "invalid aggregation strategy")
+}
+
+func TestNvidiaGpuNvlinkStateMetricsConfig_Validate(t *testing.T) {
+	cfg := DefaultMetricsConfig().NvidiaGpuNvlinkState
+	require.NoError(t, cfg.Validate())
+
+	cfg.EnabledAttributes = []NvidiaGpuNvlinkStateMetricAttributeKey{"invalid"}
+	require.ErrorContains(t, cfg.Validate(), "metric nvidia.gpu.nvlink.state doesn't have an attribute invalid, valid attributes: [nvidia.gpu.nvlink.link]")
+
+	cfg = DefaultMetricsConfig().NvidiaGpuNvlinkState
+	cfg.AggregationStrategy = "invalid"
+	require.ErrorContains(t, cfg.Validate(), "invalid aggregation strategy")
+}
+
 func TestNvidiaGpuPowerLimitMetricsConfig_Validate(t *testing.T) {
 	cfg := DefaultMetricsConfig().NvidiaGpuPowerLimit
 	require.NoError(t, cfg.Validate())
@@ -220,6 +578,54 @@ func TestNvidiaGpuPowerLimitMetricsConfig_Validate(t *testing.T) {
 	require.ErrorContains(t, cfg.Validate(), "metric nvidia.gpu.power.limit doesn't have an attribute invalid, valid attributes: [nvidia.gpu.power.limit_type]")
 
 	cfg = DefaultMetricsConfig().NvidiaGpuPowerLimit
+	cfg.AggregationStrategy = "invalid"
+	require.ErrorContains(t, cfg.Validate(), "invalid aggregation strategy")
+}
+
+func TestNvidiaGpuProcessUtilizationMetricsConfig_Validate(t *testing.T) {
+	cfg := DefaultMetricsConfig().NvidiaGpuProcessUtilization
+	require.NoError(t, cfg.Validate())
+
+	cfg.EnabledAttributes = []NvidiaGpuProcessUtilizationMetricAttributeKey{"invalid"}
+	require.ErrorContains(t, cfg.Validate(), "metric nvidia.gpu.process.utilization doesn't have an attribute invalid, valid attributes: [nvidia.gpu.engine]")
+
+	cfg = DefaultMetricsConfig().NvidiaGpuProcessUtilization
+	cfg.AggregationStrategy = "invalid"
+	require.ErrorContains(t, cfg.Validate(), "invalid aggregation strategy")
+}
+
+func TestNvidiaGpuProfilingActivityMetricsConfig_Validate(t *testing.T) {
+	cfg := DefaultMetricsConfig().NvidiaGpuProfilingActivity
+	require.NoError(t, cfg.Validate())
+
+	cfg.EnabledAttributes = []NvidiaGpuProfilingActivityMetricAttributeKey{"invalid"}
+	require.ErrorContains(t, cfg.Validate(), "metric nvidia.gpu.profiling.activity doesn't have an attribute invalid, valid attributes: [nvidia.gpu.profiling.metric]")
+
+	cfg = DefaultMetricsConfig().NvidiaGpuProfilingActivity
+	cfg.AggregationStrategy = "invalid"
+	require.ErrorContains(t, cfg.Validate(), "invalid aggregation strategy")
+}
+
+func TestNvidiaGpuProfilingBandwidthMetricsConfig_Validate(t *testing.T) {
+	cfg := DefaultMetricsConfig().NvidiaGpuProfilingBandwidth
+	require.NoError(t, cfg.Validate())
+
+	cfg.EnabledAttributes = []NvidiaGpuProfilingBandwidthMetricAttributeKey{"invalid"}
+	require.ErrorContains(t, cfg.Validate(), "metric nvidia.gpu.profiling.bandwidth doesn't have an attribute invalid, valid attributes: [nvidia.gpu.interconnect, network.io.direction]")
+
+	cfg = DefaultMetricsConfig().NvidiaGpuProfilingBandwidth
+	cfg.AggregationStrategy = "invalid"
+	require.ErrorContains(t, cfg.Validate(), "invalid aggregation strategy")
+}
+
+func TestNvidiaGpuXidErrorsMetricsConfig_Validate(t *testing.T) {
+	cfg := DefaultMetricsConfig().NvidiaGpuXidErrors
+	require.NoError(t, cfg.Validate())
+
+	cfg.EnabledAttributes = []NvidiaGpuXidErrorsMetricAttributeKey{"invalid"}
+	require.ErrorContains(t, cfg.Validate(), "metric nvidia.gpu.xid.errors doesn't have an attribute invalid, valid attributes: [nvidia.gpu.xid]")
+
+	cfg = DefaultMetricsConfig().NvidiaGpuXidErrors
 	cfg.AggregationStrategy = "invalid"
 	require.ErrorContains(t, cfg.Validate(), "invalid aggregation strategy")
 }
@@ -258,27 +664,43 @@ func TestResourceAttributesConfig(t *testing.T) {
 		{
 			name: "all_set",
 			want: ResourceAttributesConfig{
-				HostName:          ResourceAttributeConfig{Enabled: true},
-				HwDriverVersion:   ResourceAttributeConfig{Enabled: true},
-				HwID:              ResourceAttributeConfig{Enabled: true},
-				HwModel:           ResourceAttributeConfig{Enabled: true},
-				HwType:            ResourceAttributeConfig{Enabled: true},
-				HwVendor:          ResourceAttributeConfig{Enabled: true},
-				NvidiaGpuIndex:    ResourceAttributeConfig{Enabled: true},
-				NvidiaGpuPciBusID: ResourceAttributeConfig{Enabled: true},
+				HostName:                   ResourceAttributeConfig{Enabled: true},
+				HwDriverVersion:            ResourceAttributeConfig{Enabled: true},
+				HwID:                       ResourceAttributeConfig{Enabled: true},
+				HwModel:                    ResourceAttributeConfig{Enabled: true},
+				HwParent:                   ResourceAttributeConfig{Enabled: true},
+				HwType:                     ResourceAttributeConfig{Enabled: true},
+				HwVendor:                   ResourceAttributeConfig{Enabled: true},
+				NvidiaGpuIndex:             ResourceAttributeConfig{Enabled: true},
+				NvidiaGpuPciBusID:          ResourceAttributeConfig{Enabled: true},
+				NvidiaGpuProcessType:       ResourceAttributeConfig{Enabled: true},
+				NvidiaMigComputeInstanceID: ResourceAttributeConfig{Enabled: true},
+				NvidiaMigGpuInstanceID:     ResourceAttributeConfig{Enabled: true},
+				NvidiaMigProfile:           ResourceAttributeConfig{Enabled: true},
+				NvidiaMigUUID:              ResourceAttributeConfig{Enabled: true},
+				ProcessExecutableName:      ResourceAttributeConfig{Enabled: true},
+				ProcessPid:                 ResourceAttributeConfig{Enabled: true},
 			},
 		},
 		{
 			name: "none_set",
 			want: ResourceAttributesConfig{
-				HostName:          ResourceAttributeConfig{Enabled: false},
-				HwDriverVersion:   ResourceAttributeConfig{Enabled: false},
-				HwID:              ResourceAttributeConfig{Enabled: false},
-				HwModel:           ResourceAttributeConfig{Enabled: false},
-				HwType:            ResourceAttributeConfig{Enabled: false},
-				HwVendor:          ResourceAttributeConfig{Enabled: false},
-				NvidiaGpuIndex:    ResourceAttributeConfig{Enabled: false},
-				NvidiaGpuPciBusID: ResourceAttributeConfig{Enabled: false},
+				HostName:                   ResourceAttributeConfig{Enabled: false},
+				HwDriverVersion:            ResourceAttributeConfig{Enabled: false},
+				HwID:                       ResourceAttributeConfig{Enabled: false},
+				HwModel:                    ResourceAttributeConfig{Enabled: false},
+				HwParent:                   ResourceAttributeConfig{Enabled: false},
+				HwType:                     ResourceAttributeConfig{Enabled: false},
+				HwVendor:                   ResourceAttributeConfig{Enabled: false},
+				NvidiaGpuIndex:             ResourceAttributeConfig{Enabled: false},
+				NvidiaGpuPciBusID:          ResourceAttributeConfig{Enabled: false},
+				NvidiaGpuProcessType:       ResourceAttributeConfig{Enabled: false},
+				NvidiaMigComputeInstanceID: ResourceAttributeConfig{Enabled: false},
+				NvidiaMigGpuInstanceID:     ResourceAttributeConfig{Enabled: false},
+				NvidiaMigProfile:           ResourceAttributeConfig{Enabled: false},
+				NvidiaMigUUID:              ResourceAttributeConfig{Enabled: false},
+				ProcessExecutableName:      ResourceAttributeConfig{Enabled: false},
+				ProcessPid:                 ResourceAttributeConfig{Enabled: false},
 			},
 		},
 	}

@@ -20,6 +20,32 @@ const (
 	AggregationStrategyMax = "max"
 )
 
+// AttributeErrorType specifies the value error.type attribute.
+type AttributeErrorType int
+
+const (
+	_ AttributeErrorType = iota
+	AttributeErrorTypeCorrected
+	AttributeErrorTypeUncorrected
+)
+
+// String returns the string representation of the AttributeErrorType.
+func (av AttributeErrorType) String() string {
+	switch av {
+	case AttributeErrorTypeCorrected:
+		return "corrected"
+	case AttributeErrorTypeUncorrected:
+		return "uncorrected"
+	}
+	return ""
+}
+
+// MapAttributeErrorType is a helper map of string to AttributeErrorType attribute value.
+var MapAttributeErrorType = map[string]AttributeErrorType{
+	"corrected":   AttributeErrorTypeCorrected,
+	"uncorrected": AttributeErrorTypeUncorrected,
+}
+
 // AttributeHwGpuTask specifies the value hw.gpu.task attribute.
 type AttributeHwGpuTask int
 
@@ -50,6 +76,36 @@ var MapAttributeHwGpuTask = map[string]AttributeHwGpuTask{
 	"decoder": AttributeHwGpuTaskDecoder,
 }
 
+// AttributeHwLimitType specifies the value hw.limit_type attribute.
+type AttributeHwLimitType int
+
+const (
+	_ AttributeHwLimitType = iota
+	AttributeHwLimitTypeThrottled
+	AttributeHwLimitTypeHighCritical
+	AttributeHwLimitTypeMax
+)
+
+// String returns the string representation of the AttributeHwLimitType.
+func (av AttributeHwLimitType) String() string {
+	switch av {
+	case AttributeHwLimitTypeThrottled:
+		return "throttled"
+	case AttributeHwLimitTypeHighCritical:
+		return "high.critical"
+	case AttributeHwLimitTypeMax:
+		return "max"
+	}
+	return ""
+}
+
+// MapAttributeHwLimitType is a helper map of string to AttributeHwLimitType attribute value.
+var MapAttributeHwLimitType = map[string]AttributeHwLimitType{
+	"throttled":     AttributeHwLimitTypeThrottled,
+	"high.critical": AttributeHwLimitTypeHighCritical,
+	"max":           AttributeHwLimitTypeMax,
+}
+
 // AttributeHwSensorLocation specifies the value hw.sensor_location attribute.
 type AttributeHwSensorLocation int
 
@@ -74,6 +130,62 @@ func (av AttributeHwSensorLocation) String() string {
 var MapAttributeHwSensorLocation = map[string]AttributeHwSensorLocation{
 	"gpu":    AttributeHwSensorLocationGpu,
 	"memory": AttributeHwSensorLocationMemory,
+}
+
+// AttributeHwState specifies the value hw.state attribute.
+type AttributeHwState int
+
+const (
+	_ AttributeHwState = iota
+	AttributeHwStateOk
+	AttributeHwStateDegraded
+	AttributeHwStateFailed
+)
+
+// String returns the string representation of the AttributeHwState.
+func (av AttributeHwState) String() string {
+	switch av {
+	case AttributeHwStateOk:
+		return "ok"
+	case AttributeHwStateDegraded:
+		return "degraded"
+	case AttributeHwStateFailed:
+		return "failed"
+	}
+	return ""
+}
+
+// MapAttributeHwState is a helper map of string to AttributeHwState attribute value.
+var MapAttributeHwState = map[string]AttributeHwState{
+	"ok":       AttributeHwStateOk,
+	"degraded": AttributeHwStateDegraded,
+	"failed":   AttributeHwStateFailed,
+}
+
+// AttributeNetworkIoDirection specifies the value network.io.direction attribute.
+type AttributeNetworkIoDirection int
+
+const (
+	_ AttributeNetworkIoDirection = iota
+	AttributeNetworkIoDirectionTransmit
+	AttributeNetworkIoDirectionReceive
+)
+
+// String returns the string representation of the AttributeNetworkIoDirection.
+func (av AttributeNetworkIoDirection) String() string {
+	switch av {
+	case AttributeNetworkIoDirectionTransmit:
+		return "transmit"
+	case AttributeNetworkIoDirectionReceive:
+		return "receive"
+	}
+	return ""
+}
+
+// MapAttributeNetworkIoDirection is a helper map of string to AttributeNetworkIoDirection attribute value.
+var MapAttributeNetworkIoDirection = map[string]AttributeNetworkIoDirection{
+	"transmit": AttributeNetworkIoDirectionTransmit,
+	"receive":  AttributeNetworkIoDirectionReceive,
 }
 
 // AttributeNvidiaGpuClockType specifies the value nvidia.gpu.clock.type attribute.
@@ -102,12 +214,227 @@ var MapAttributeNvidiaGpuClockType = map[string]AttributeNvidiaGpuClockType{
 	"memory": AttributeNvidiaGpuClockTypeMemory,
 }
 
+// AttributeNvidiaGpuClockEventCause specifies the value nvidia.gpu.clock_event.cause attribute.
+type AttributeNvidiaGpuClockEventCause int
+
+const (
+	_ AttributeNvidiaGpuClockEventCause = iota
+	AttributeNvidiaGpuClockEventCausePower
+	AttributeNvidiaGpuClockEventCauseThermal
+	AttributeNvidiaGpuClockEventCauseSyncBoost
+	AttributeNvidiaGpuClockEventCauseBoardLimit
+	AttributeNvidiaGpuClockEventCauseLowUtilization
+	AttributeNvidiaGpuClockEventCauseReliability
+)
+
+// String returns the string representation of the AttributeNvidiaGpuClockEventCause.
+func (av AttributeNvidiaGpuClockEventCause) String() string {
+	switch av {
+	case AttributeNvidiaGpuClockEventCausePower:
+		return "power"
+	case AttributeNvidiaGpuClockEventCauseThermal:
+		return "thermal"
+	case AttributeNvidiaGpuClockEventCauseSyncBoost:
+		return "sync_boost"
+	case AttributeNvidiaGpuClockEventCauseBoardLimit:
+		return "board_limit"
+	case AttributeNvidiaGpuClockEventCauseLowUtilization:
+		return "low_utilization"
+	case AttributeNvidiaGpuClockEventCauseReliability:
+		return "reliability"
+	}
+	return ""
+}
+
+// MapAttributeNvidiaGpuClockEventCause is a helper map of string to AttributeNvidiaGpuClockEventCause attribute value.
+var MapAttributeNvidiaGpuClockEventCause = map[string]AttributeNvidiaGpuClockEventCause{
+	"power":           AttributeNvidiaGpuClockEventCausePower,
+	"thermal":         AttributeNvidiaGpuClockEventCauseThermal,
+	"sync_boost":      AttributeNvidiaGpuClockEventCauseSyncBoost,
+	"board_limit":     AttributeNvidiaGpuClockEventCauseBoardLimit,
+	"low_utilization": AttributeNvidiaGpuClockEventCauseLowUtilization,
+	"reliability":     AttributeNvidiaGpuClockEventCauseReliability,
+}
+
+// AttributeNvidiaGpuClockEventReason specifies the value nvidia.gpu.clock_event.reason attribute.
+type AttributeNvidiaGpuClockEventReason int
+
+const (
+	_ AttributeNvidiaGpuClockEventReason = iota
+	AttributeNvidiaGpuClockEventReasonGpuIdle
+	AttributeNvidiaGpuClockEventReasonApplicationsClocksSetting
+	AttributeNvidiaGpuClockEventReasonSwPowerCap
+	AttributeNvidiaGpuClockEventReasonHwSlowdown
+	AttributeNvidiaGpuClockEventReasonSyncBoost
+	AttributeNvidiaGpuClockEventReasonSwThermalSlowdown
+	AttributeNvidiaGpuClockEventReasonHwThermalSlowdown
+	AttributeNvidiaGpuClockEventReasonHwPowerBrake
+)
+
+// String returns the string representation of the AttributeNvidiaGpuClockEventReason.
+func (av AttributeNvidiaGpuClockEventReason) String() string {
+	switch av {
+	case AttributeNvidiaGpuClockEventReasonGpuIdle:
+		return "gpu_idle"
+	case AttributeNvidiaGpuClockEventReasonApplicationsClocksSetting:
+		return "applications_clocks_setting"
+	case AttributeNvidiaGpuClockEventReasonSwPowerCap:
+		return "sw_power_cap"
+	case AttributeNvidiaGpuClockEventReasonHwSlowdown:
+		return "hw_slowdown"
+	case AttributeNvidiaGpuClockEventReasonSyncBoost:
+		return "sync_boost"
+	case AttributeNvidiaGpuClockEventReasonSwThermalSlowdown:
+		return "sw_thermal_slowdown"
+	case AttributeNvidiaGpuClockEventReasonHwThermalSlowdown:
+		return "hw_thermal_slowdown"
+	case AttributeNvidiaGpuClockEventReasonHwPowerBrake:
+		return "hw_power_brake"
+	}
+	return ""
+}
+
+// MapAttributeNvidiaGpuClockEventReason is a helper map of string to AttributeNvidiaGpuClockEventReason attribute value.
+var MapAttributeNvidiaGpuClockEventReason = map[string]AttributeNvidiaGpuClockEventReason{
+	"gpu_idle":                    AttributeNvidiaGpuClockEventReasonGpuIdle,
+	"applications_clocks_setting": AttributeNvidiaGpuClockEventReasonApplicationsClocksSetting,
+	"sw_power_cap":                AttributeNvidiaGpuClockEventReasonSwPowerCap,
+	"hw_slowdown":                 AttributeNvidiaGpuClockEventReasonHwSlowdown,
+	"sync_boost":                  AttributeNvidiaGpuClockEventReasonSyncBoost,
+	"sw_thermal_slowdown":         AttributeNvidiaGpuClockEventReasonSwThermalSlowdown,
+	"hw_thermal_slowdown":         AttributeNvidiaGpuClockEventReasonHwThermalSlowdown,
+	"hw_power_brake":              AttributeNvidiaGpuClockEventReasonHwPowerBrake,
+}
+
+// AttributeNvidiaGpuEccCounterType specifies the value nvidia.gpu.ecc.counter_type attribute.
+type AttributeNvidiaGpuEccCounterType int
+
+const (
+	_ AttributeNvidiaGpuEccCounterType = iota
+	AttributeNvidiaGpuEccCounterTypeVolatile
+	AttributeNvidiaGpuEccCounterTypeAggregate
+)
+
+// String returns the string representation of the AttributeNvidiaGpuEccCounterType.
+func (av AttributeNvidiaGpuEccCounterType) String() string {
+	switch av {
+	case AttributeNvidiaGpuEccCounterTypeVolatile:
+		return "volatile"
+	case AttributeNvidiaGpuEccCounterTypeAggregate:
+		return "aggregate"
+	}
+	return ""
+}
+
+// MapAttributeNvidiaGpuEccCounterType is a helper map of string to AttributeNvidiaGpuEccCounterType attribute value.
+var MapAttributeNvidiaGpuEccCounterType = map[string]AttributeNvidiaGpuEccCounterType{
+	"volatile":  AttributeNvidiaGpuEccCounterTypeVolatile,
+	"aggregate": AttributeNvidiaGpuEccCounterTypeAggregate,
+}
+
+// AttributeNvidiaGpuEngine specifies the value nvidia.gpu.engine attribute.
+type AttributeNvidiaGpuEngine int
+
+const (
+	_ AttributeNvidiaGpuEngine = iota
+	AttributeNvidiaGpuEngineSm
+	AttributeNvidiaGpuEngineMemory
+	AttributeNvidiaGpuEngineEncoder
+	AttributeNvidiaGpuEngineDecoder
+)
+
+// String returns the string representation of the AttributeNvidiaGpuEngine.
+func (av AttributeNvidiaGpuEngine) String() string {
+	switch av {
+	case AttributeNvidiaGpuEngineSm:
+		return "sm"
+	case AttributeNvidiaGpuEngineMemory:
+		return "memory"
+	case AttributeNvidiaGpuEngineEncoder:
+		return "encoder"
+	case AttributeNvidiaGpuEngineDecoder:
+		return "decoder"
+	}
+	return ""
+}
+
+// MapAttributeNvidiaGpuEngine is a helper map of string to AttributeNvidiaGpuEngine attribute value.
+var MapAttributeNvidiaGpuEngine = map[string]AttributeNvidiaGpuEngine{
+	"sm":      AttributeNvidiaGpuEngineSm,
+	"memory":  AttributeNvidiaGpuEngineMemory,
+	"encoder": AttributeNvidiaGpuEngineEncoder,
+	"decoder": AttributeNvidiaGpuEngineDecoder,
+}
+
+// AttributeNvidiaGpuInterconnect specifies the value nvidia.gpu.interconnect attribute.
+type AttributeNvidiaGpuInterconnect int
+
+const (
+	_ AttributeNvidiaGpuInterconnect = iota
+	AttributeNvidiaGpuInterconnectPcie
+	AttributeNvidiaGpuInterconnectNvlink
+)
+
+// String returns the string representation of the AttributeNvidiaGpuInterconnect.
+func (av AttributeNvidiaGpuInterconnect) String() string {
+	switch av {
+	case AttributeNvidiaGpuInterconnectPcie:
+		return "pcie"
+	case AttributeNvidiaGpuInterconnectNvlink:
+		return "nvlink"
+	}
+	return ""
+}
+
+// MapAttributeNvidiaGpuInterconnect is a helper map of string to AttributeNvidiaGpuInterconnect attribute value.
+var MapAttributeNvidiaGpuInterconnect = map[string]AttributeNvidiaGpuInterconnect{
+	"pcie":   AttributeNvidiaGpuInterconnectPcie,
+	"nvlink": AttributeNvidiaGpuInterconnectNvlink,
+}
+
+// AttributeNvidiaGpuNvlinkErrorType specifies the value nvidia.gpu.nvlink.error.type attribute.
+type AttributeNvidiaGpuNvlinkErrorType int
+
+const (
+	_ AttributeNvidiaGpuNvlinkErrorType = iota
+	AttributeNvidiaGpuNvlinkErrorTypeCrcFlit
+	AttributeNvidiaGpuNvlinkErrorTypeCrcData
+	AttributeNvidiaGpuNvlinkErrorTypeReplay
+	AttributeNvidiaGpuNvlinkErrorTypeRecovery
+)
+
+// String returns the string representation of the AttributeNvidiaGpuNvlinkErrorType.
+func (av AttributeNvidiaGpuNvlinkErrorType) String() string {
+	switch av {
+	case AttributeNvidiaGpuNvlinkErrorTypeCrcFlit:
+		return "crc_flit"
+	case AttributeNvidiaGpuNvlinkErrorTypeCrcData:
+		return "crc_data"
+	case AttributeNvidiaGpuNvlinkErrorTypeReplay:
+		return "replay"
+	case AttributeNvidiaGpuNvlinkErrorTypeRecovery:
+		return "recovery"
+	}
+	return ""
+}
+
+// MapAttributeNvidiaGpuNvlinkErrorType is a helper map of string to AttributeNvidiaGpuNvlinkErrorType attribute value.
+var MapAttributeNvidiaGpuNvlinkErrorType = map[string]AttributeNvidiaGpuNvlinkErrorType{
+	"crc_flit": AttributeNvidiaGpuNvlinkErrorTypeCrcFlit,
+	"crc_data": AttributeNvidiaGpuNvlinkErrorTypeCrcData,
+	"replay":   AttributeNvidiaGpuNvlinkErrorTypeReplay,
+	"recovery": AttributeNvidiaGpuNvlinkErrorTypeRecovery,
+}
+
 // AttributeNvidiaGpuPowerLimitType specifies the value nvidia.gpu.power.limit_type attribute.
 type AttributeNvidiaGpuPowerLimitType int
 
 const (
 	_ AttributeNvidiaGpuPowerLimitType = iota
 	AttributeNvidiaGpuPowerLimitTypeEnforced
+	AttributeNvidiaGpuPowerLimitTypeDefault
+	AttributeNvidiaGpuPowerLimitTypeMin
+	AttributeNvidiaGpuPowerLimitTypeMax
 )
 
 // String returns the string representation of the AttributeNvidiaGpuPowerLimitType.
@@ -115,6 +442,12 @@ func (av AttributeNvidiaGpuPowerLimitType) String() string {
 	switch av {
 	case AttributeNvidiaGpuPowerLimitTypeEnforced:
 		return "enforced"
+	case AttributeNvidiaGpuPowerLimitTypeDefault:
+		return "default"
+	case AttributeNvidiaGpuPowerLimitTypeMin:
+		return "min"
+	case AttributeNvidiaGpuPowerLimitTypeMax:
+		return "max"
 	}
 	return ""
 }
@@ -122,11 +455,94 @@ func (av AttributeNvidiaGpuPowerLimitType) String() string {
 // MapAttributeNvidiaGpuPowerLimitType is a helper map of string to AttributeNvidiaGpuPowerLimitType attribute value.
 var MapAttributeNvidiaGpuPowerLimitType = map[string]AttributeNvidiaGpuPowerLimitType{
 	"enforced": AttributeNvidiaGpuPowerLimitTypeEnforced,
+	"default":  AttributeNvidiaGpuPowerLimitTypeDefault,
+	"min":      AttributeNvidiaGpuPowerLimitTypeMin,
+	"max":      AttributeNvidiaGpuPowerLimitTypeMax,
+}
+
+// AttributeNvidiaGpuProfilingMetric specifies the value nvidia.gpu.profiling.metric attribute.
+type AttributeNvidiaGpuProfilingMetric int
+
+const (
+	_ AttributeNvidiaGpuProfilingMetric = iota
+	AttributeNvidiaGpuProfilingMetricSmActive
+	AttributeNvidiaGpuProfilingMetricSmOccupancy
+	AttributeNvidiaGpuProfilingMetricTensorActive
+	AttributeNvidiaGpuProfilingMetricDramActive
+	AttributeNvidiaGpuProfilingMetricFp64Active
+	AttributeNvidiaGpuProfilingMetricFp32Active
+	AttributeNvidiaGpuProfilingMetricFp16Active
+)
+
+// String returns the string representation of the AttributeNvidiaGpuProfilingMetric.
+func (av AttributeNvidiaGpuProfilingMetric) String() string {
+	switch av {
+	case AttributeNvidiaGpuProfilingMetricSmActive:
+		return "sm_active"
+	case AttributeNvidiaGpuProfilingMetricSmOccupancy:
+		return "sm_occupancy"
+	case AttributeNvidiaGpuProfilingMetricTensorActive:
+		return "tensor_active"
+	case AttributeNvidiaGpuProfilingMetricDramActive:
+		return "dram_active"
+	case AttributeNvidiaGpuProfilingMetricFp64Active:
+		return "fp64_active"
+	case AttributeNvidiaGpuProfilingMetricFp32Active:
+		return "fp32_active"
+	case AttributeNvidiaGpuProfilingMetricFp16Active:
+		return "fp16_active"
+	}
+	return ""
+}
+
+// MapAttributeNvidiaGpuProfilingMetric is a helper map of string to AttributeNvidiaGpuProfilingMetric attribute value.
+var MapAttributeNvidiaGpuProfilingMetric = map[string]AttributeNvidiaGpuProfilingMetric{
+	"sm_active":     AttributeNvidiaGpuProfilingMetricSmActive,
+	"sm_occupancy":  AttributeNvidiaGpuProfilingMetricSmOccupancy,
+	"tensor_active": AttributeNvidiaGpuProfilingMetricTensorActive,
+	"dram_active":   AttributeNvidiaGpuProfilingMetricDramActive,
+	"fp64_active":   AttributeNvidiaGpuProfilingMetricFp64Active,
+	"fp32_active":   AttributeNvidiaGpuProfilingMetricFp32Active,
+	"fp16_active":   AttributeNvidiaGpuProfilingMetricFp16Active,
+}
+
+// AttributeNvidiaGpuRetiredPagesCause specifies the value nvidia.gpu.retired_pages.cause attribute.
+type AttributeNvidiaGpuRetiredPagesCause int
+
+const (
+	_ AttributeNvidiaGpuRetiredPagesCause = iota
+	AttributeNvidiaGpuRetiredPagesCauseMultipleSingleBitEcc
+	AttributeNvidiaGpuRetiredPagesCauseDoubleBitEcc
+)
+
+// String returns the string representation of the AttributeNvidiaGpuRetiredPagesCause.
+func (av AttributeNvidiaGpuRetiredPagesCause) String() string {
+	switch av {
+	case AttributeNvidiaGpuRetiredPagesCauseMultipleSingleBitEcc:
+		return "multiple_single_bit_ecc"
+	case AttributeNvidiaGpuRetiredPagesCauseDoubleBitEcc:
+		return "double_bit_ecc"
+	}
+	return ""
+}
+
+// MapAttributeNvidiaGpuRetiredPagesCause is a helper map of string to AttributeNvidiaGpuRetiredPagesCause attribute value.
+var MapAttributeNvidiaGpuRetiredPagesCause = map[string]AttributeNvidiaGpuRetiredPagesCause{
+	"multiple_single_bit_ecc": AttributeNvidiaGpuRetiredPagesCauseMultipleSingleBitEcc,
+	"double_bit_ecc":          AttributeNvidiaGpuRetiredPagesCauseDoubleBitEcc,
 }
 
 var MetricsInfo = metricsInfo{
 	HwEnergy: metricInfo{
 		Name: "hw.energy",
+	},
+	HwErrors: metricInfo{
+		Name:       "hw.errors",
+		Attributes: []string{"error.type", "nvidia.gpu.ecc.counter_type"},
+	},
+	HwGpuIo: metricInfo{
+		Name:       "hw.gpu.io",
+		Attributes: []string{"network.io.direction"},
 	},
 	HwGpuMemoryLimit: metricInfo{
 		Name: "hw.gpu.memory.limit",
@@ -141,32 +557,114 @@ var MetricsInfo = metricsInfo{
 	HwPower: metricInfo{
 		Name: "hw.power",
 	},
+	HwStatus: metricInfo{
+		Name:       "hw.status",
+		Attributes: []string{"hw.state"},
+	},
 	HwTemperature: metricInfo{
 		Name:       "hw.temperature",
 		Attributes: []string{"hw.sensor_location"},
+	},
+	HwTemperatureLimit: metricInfo{
+		Name:       "hw.temperature.limit",
+		Attributes: []string{"hw.sensor_location", "hw.limit_type"},
 	},
 	NvidiaGpuClockFrequency: metricInfo{
 		Name:       "nvidia.gpu.clock.frequency",
 		Attributes: []string{"nvidia.gpu.clock.type"},
 	},
+	NvidiaGpuClockEventActive: metricInfo{
+		Name:       "nvidia.gpu.clock_event.active",
+		Attributes: []string{"nvidia.gpu.clock_event.reason"},
+	},
+	NvidiaGpuClockEventDuration: metricInfo{
+		Name:       "nvidia.gpu.clock_event.duration",
+		Attributes: []string{"nvidia.gpu.clock_event.cause"},
+	},
 	NvidiaGpuCount: metricInfo{
 		Name: "nvidia.gpu.count",
+	},
+	NvidiaGpuFanSpeed: metricInfo{
+		Name: "nvidia.gpu.fan.speed",
 	},
 	NvidiaGpuMemoryFree: metricInfo{
 		Name: "nvidia.gpu.memory.free",
 	},
+	NvidiaGpuMemoryRemapFailed: metricInfo{
+		Name: "nvidia.gpu.memory.remap.failed",
+	},
+	NvidiaGpuMemoryRemapPending: metricInfo{
+		Name: "nvidia.gpu.memory.remap.pending",
+	},
+	NvidiaGpuMemoryRemappedRows: metricInfo{
+		Name:       "nvidia.gpu.memory.remapped_rows",
+		Attributes: []string{"error.type"},
+	},
 	NvidiaGpuMemoryReserved: metricInfo{
 		Name: "nvidia.gpu.memory.reserved",
+	},
+	NvidiaGpuMemoryRetiredPages: metricInfo{
+		Name:       "nvidia.gpu.memory.retired_pages",
+		Attributes: []string{"nvidia.gpu.retired_pages.cause"},
+	},
+	NvidiaGpuMemoryRetiredPagesPending: metricInfo{
+		Name: "nvidia.gpu.memory.retired_pages.pending",
 	},
 	NvidiaGpuMemoryCopyUtilization: metricInfo{
 		Name: "nvidia.gpu.memory_copy.utilization",
 	},
+	NvidiaGpuNvlinkErrors: metricInfo{
+		Name:       "nvidia.gpu.nvlink.errors",
+		Attributes: []string{"nvidia.gpu.nvlink.link", "nvidia.gpu.nvlink.error.type"},
+	},
+	NvidiaGpuNvlinkIo: metricInfo{
+		Name:       "nvidia.gpu.nvlink.io",
+		Attributes: []string{"nvidia.gpu.nvlink.link", "network.io.direction"},
+	},
+	NvidiaGpuNvlinkState: metricInfo{
+		Name:       "nvidia.gpu.nvlink.state",
+		Attributes: []string{"nvidia.gpu.nvlink.link"},
+	},
+	NvidiaGpuPcieLinkGeneration: metricInfo{
+		Name: "nvidia.gpu.pcie.link.generation",
+	},
+	NvidiaGpuPcieLinkGenerationMax: metricInfo{
+		Name: "nvidia.gpu.pcie.link.generation.max",
+	},
+	NvidiaGpuPcieLinkWidth: metricInfo{
+		Name: "nvidia.gpu.pcie.link.width",
+	},
+	NvidiaGpuPcieLinkWidthMax: metricInfo{
+		Name: "nvidia.gpu.pcie.link.width.max",
+	},
 	NvidiaGpuPcieReplays: metricInfo{
 		Name: "nvidia.gpu.pcie.replays",
+	},
+	NvidiaGpuPerformanceState: metricInfo{
+		Name: "nvidia.gpu.performance_state",
 	},
 	NvidiaGpuPowerLimit: metricInfo{
 		Name:       "nvidia.gpu.power.limit",
 		Attributes: []string{"nvidia.gpu.power.limit_type"},
+	},
+	NvidiaGpuProcessMemoryUsage: metricInfo{
+		Name: "nvidia.gpu.process.memory.usage",
+	},
+	NvidiaGpuProcessUtilization: metricInfo{
+		Name:       "nvidia.gpu.process.utilization",
+		Attributes: []string{"nvidia.gpu.engine"},
+	},
+	NvidiaGpuProfilingActivity: metricInfo{
+		Name:       "nvidia.gpu.profiling.activity",
+		Attributes: []string{"nvidia.gpu.profiling.metric"},
+	},
+	NvidiaGpuProfilingBandwidth: metricInfo{
+		Name:       "nvidia.gpu.profiling.bandwidth",
+		Attributes: []string{"nvidia.gpu.interconnect", "network.io.direction"},
+	},
+	NvidiaGpuXidErrors: metricInfo{
+		Name:       "nvidia.gpu.xid.errors",
+		Attributes: []string{"nvidia.gpu.xid"},
 	},
 	NvidiaNvmlAvailable: metricInfo{
 		Name: "nvidia.nvml.available",
@@ -178,21 +676,46 @@ var MetricsInfo = metricsInfo{
 }
 
 type metricsInfo struct {
-	HwEnergy                       metricInfo
-	HwGpuMemoryLimit               metricInfo
-	HwGpuMemoryUsage               metricInfo
-	HwGpuUtilization               metricInfo
-	HwPower                        metricInfo
-	HwTemperature                  metricInfo
-	NvidiaGpuClockFrequency        metricInfo
-	NvidiaGpuCount                 metricInfo
-	NvidiaGpuMemoryFree            metricInfo
-	NvidiaGpuMemoryReserved        metricInfo
-	NvidiaGpuMemoryCopyUtilization metricInfo
-	NvidiaGpuPcieReplays           metricInfo
-	NvidiaGpuPowerLimit            metricInfo
-	NvidiaNvmlAvailable            metricInfo
-	NvidiaNvmlInitErrors           metricInfo
+	HwEnergy                           metricInfo
+	HwErrors                           metricInfo
+	HwGpuIo                            metricInfo
+	HwGpuMemoryLimit                   metricInfo
+	HwGpuMemoryUsage                   metricInfo
+	HwGpuUtilization                   metricInfo
+	HwPower                            metricInfo
+	HwStatus                           metricInfo
+	HwTemperature                      metricInfo
+	HwTemperatureLimit                 metricInfo
+	NvidiaGpuClockFrequency            metricInfo
+	NvidiaGpuClockEventActive          metricInfo
+	NvidiaGpuClockEventDuration        metricInfo
+	NvidiaGpuCount                     metricInfo
+	NvidiaGpuFanSpeed                  metricInfo
+	NvidiaGpuMemoryFree                metricInfo
+	NvidiaGpuMemoryRemapFailed         metricInfo
+	NvidiaGpuMemoryRemapPending        metricInfo
+	NvidiaGpuMemoryRemappedRows        metricInfo
+	NvidiaGpuMemoryReserved            metricInfo
+	NvidiaGpuMemoryRetiredPages        metricInfo
+	NvidiaGpuMemoryRetiredPagesPending metricInfo
+	NvidiaGpuMemoryCopyUtilization     metricInfo
+	NvidiaGpuNvlinkErrors              metricInfo
+	NvidiaGpuNvlinkIo                  metricInfo
+	NvidiaGpuNvlinkState               metricInfo
+	NvidiaGpuPcieLinkGeneration        metricInfo
+	NvidiaGpuPcieLinkGenerationMax     metricInfo
+	NvidiaGpuPcieLinkWidth             metricInfo
+	NvidiaGpuPcieLinkWidthMax          metricInfo
+	NvidiaGpuPcieReplays               metricInfo
+	NvidiaGpuPerformanceState          metricInfo
+	NvidiaGpuPowerLimit                metricInfo
+	NvidiaGpuProcessMemoryUsage        metricInfo
+	NvidiaGpuProcessUtilization        metricInfo
+	NvidiaGpuProfilingActivity         metricInfo
+	NvidiaGpuProfilingBandwidth        metricInfo
+	NvidiaGpuXidErrors                 metricInfo
+	NvidiaNvmlAvailable                metricInfo
+	NvidiaNvmlInitErrors               metricInfo
 }
 
 type metricInfo struct {
@@ -244,6 +767,191 @@ func (m *metricHwEnergy) emit(metrics pmetric.MetricSlice) {
 
 func newMetricHwEnergy(cfg HwEnergyMetricConfig) metricHwEnergy {
 	m := metricHwEnergy{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
+type metricHwErrors struct {
+	data          pmetric.Metric       // data buffer for generated metric.
+	config        HwErrorsMetricConfig // metric config provided by user.
+	capacity      int                  // max observed number of data points added to the metric.
+	aggDataPoints []int64              // slice containing number of aggregated datapoints at each index
+}
+
+// init fills hw.errors metric with initial data.
+func (m *metricHwErrors) init() {
+	m.data.SetName("hw.errors")
+	m.data.SetDescription("ECC memory errors.")
+	m.data.SetUnit("{error}")
+	m.data.SetEmptySum()
+	m.data.Sum().SetIsMonotonic(true)
+	m.data.Sum().SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+	m.data.Sum().DataPoints().EnsureCapacity(m.capacity)
+	m.aggDataPoints = m.aggDataPoints[:0]
+}
+
+func (m *metricHwErrors) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val int64, errorTypeAttributeValue string, nvidiaGpuEccCounterTypeAttributeValue string) {
+	if !m.config.Enabled {
+		return
+	}
+
+	dp := pmetric.NewNumberDataPoint()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	if slices.Contains(m.config.EnabledAttributes, HwErrorsMetricAttributeKeyErrorType) {
+		dp.Attributes().PutStr("error.type", errorTypeAttributeValue)
+	}
+	if slices.Contains(m.config.EnabledAttributes, HwErrorsMetricAttributeKeyNvidiaGpuEccCounterType) {
+		dp.Attributes().PutStr("nvidia.gpu.ecc.counter_type", nvidiaGpuEccCounterTypeAttributeValue)
+	}
+
+	var s string
+	dps := m.data.Sum().DataPoints()
+	for i := 0; i < dps.Len(); i++ {
+		dpi := dps.At(i)
+		if dp.Attributes().Equal(dpi.Attributes()) && dp.StartTimestamp() == dpi.StartTimestamp() && dp.Timestamp() == dpi.Timestamp() {
+			switch s = m.config.AggregationStrategy; s {
+			case AggregationStrategySum, AggregationStrategyAvg:
+				dpi.SetIntValue(dpi.IntValue() + val)
+				m.aggDataPoints[i] += 1
+				return
+			case AggregationStrategyMin:
+				if dpi.IntValue() > val {
+					dpi.SetIntValue(val)
+				}
+				return
+			case AggregationStrategyMax:
+				if dpi.IntValue() < val {
+					dpi.SetIntValue(val)
+				}
+				return
+			}
+		}
+	}
+
+	dp.SetIntValue(val)
+	m.aggDataPoints = append(m.aggDataPoints, 1)
+	dp.MoveTo(dps.AppendEmpty())
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricHwErrors) updateCapacity() {
+	if m.data.Sum().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Sum().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricHwErrors) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Sum().DataPoints().Len() > 0 {
+		if m.config.AggregationStrategy == AggregationStrategyAvg {
+			for i, aggCount := range m.aggDataPoints {
+				m.data.Sum().DataPoints().At(i).SetIntValue(m.data.Sum().DataPoints().At(i).IntValue() / aggCount)
+			}
+		}
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricHwErrors(cfg HwErrorsMetricConfig) metricHwErrors {
+	m := metricHwErrors{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
+type metricHwGpuIo struct {
+	data          pmetric.Metric      // data buffer for generated metric.
+	config        HwGpuIoMetricConfig // metric config provided by user.
+	capacity      int                 // max observed number of data points added to the metric.
+	aggDataPoints []int64             // slice containing number of aggregated datapoints at each index
+}
+
+// init fills hw.gpu.io metric with initial data.
+func (m *metricHwGpuIo) init() {
+	m.data.SetName("hw.gpu.io")
+	m.data.SetDescription("Bytes moved over PCIe (NVML's byte counters, which the driver keeps since it loaded).")
+	m.data.SetUnit("By")
+	m.data.SetEmptySum()
+	m.data.Sum().SetIsMonotonic(true)
+	m.data.Sum().SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+	m.data.Sum().DataPoints().EnsureCapacity(m.capacity)
+	m.aggDataPoints = m.aggDataPoints[:0]
+}
+
+func (m *metricHwGpuIo) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val int64, networkIoDirectionAttributeValue string) {
+	if !m.config.Enabled {
+		return
+	}
+
+	dp := pmetric.NewNumberDataPoint()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	if slices.Contains(m.config.EnabledAttributes, HwGpuIoMetricAttributeKeyNetworkIoDirection) {
+		dp.Attributes().PutStr("network.io.direction", networkIoDirectionAttributeValue)
+	}
+
+	var s string
+	dps := m.data.Sum().DataPoints()
+	for i := 0; i < dps.Len(); i++ {
+		dpi := dps.At(i)
+		if dp.Attributes().Equal(dpi.Attributes()) && dp.StartTimestamp() == dpi.StartTimestamp() && dp.Timestamp() == dpi.Timestamp() {
+			switch s = m.config.AggregationStrategy; s {
+			case AggregationStrategySum, AggregationStrategyAvg:
+				dpi.SetIntValue(dpi.IntValue() + val)
+				m.aggDataPoints[i] += 1
+				return
+			case AggregationStrategyMin:
+				if dpi.IntValue() > val {
+					dpi.SetIntValue(val)
+				}
+				return
+			case AggregationStrategyMax:
+				if dpi.IntValue() < val {
+					dpi.SetIntValue(val)
+				}
+				return
+			}
+		}
+	}
+
+	dp.SetIntValue(val)
+	m.aggDataPoints = append(m.aggDataPoints, 1)
+	dp.MoveTo(dps.AppendEmpty())
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricHwGpuIo) updateCapacity() {
+	if m.data.Sum().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Sum().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricHwGpuIo) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Sum().DataPoints().Len() > 0 {
+		if m.config.AggregationStrategy == AggregationStrategyAvg {
+			for i, aggCount := range m.aggDataPoints {
+				m.data.Sum().DataPoints().At(i).SetIntValue(m.data.Sum().DataPoints().At(i).IntValue() / aggCount)
+			}
+		}
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricHwGpuIo(cfg HwGpuIoMetricConfig) metricHwGpuIo {
+	m := metricHwGpuIo{config: cfg}
 
 	if cfg.Enabled {
 		m.data = pmetric.NewMetric()
@@ -495,6 +1203,97 @@ func newMetricHwPower(cfg HwPowerMetricConfig) metricHwPower {
 	return m
 }
 
+type metricHwStatus struct {
+	data          pmetric.Metric       // data buffer for generated metric.
+	config        HwStatusMetricConfig // metric config provided by user.
+	capacity      int                  // max observed number of data points added to the metric.
+	aggDataPoints []int64              // slice containing number of aggregated datapoints at each index
+}
+
+// init fills hw.status metric with initial data.
+func (m *metricHwStatus) init() {
+	m.data.SetName("hw.status")
+	m.data.SetDescription("Health of the GPU: failed (lost, fell off the bus, row-remap failure, or a fatal XID in the last 10 min), degraded (uncorrected ECC errors, pending row remap or page retirement, or a serious XID in the last 10 min), ok otherwise. A lost GPU keeps reporting failed.")
+	m.data.SetUnit("1")
+	m.data.SetEmptySum()
+	m.data.Sum().SetIsMonotonic(false)
+	m.data.Sum().SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+	m.data.Sum().DataPoints().EnsureCapacity(m.capacity)
+	m.aggDataPoints = m.aggDataPoints[:0]
+}
+
+func (m *metricHwStatus) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val int64, hwStateAttributeValue string) {
+	if !m.config.Enabled {
+		return
+	}
+
+	dp := pmetric.NewNumberDataPoint()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	if slices.Contains(m.config.EnabledAttributes, HwStatusMetricAttributeKeyHwState) {
+		dp.Attributes().PutStr("hw.state", hwStateAttributeValue)
+	}
+
+	var s string
+	dps := m.data.Sum().DataPoints()
+	for i := 0; i < dps.Len(); i++ {
+		dpi := dps.At(i)
+		if dp.Attributes().Equal(dpi.Attributes()) && dp.StartTimestamp() == dpi.StartTimestamp() && dp.Timestamp() == dpi.Timestamp() {
+			switch s = m.config.AggregationStrategy; s {
+			case AggregationStrategySum, AggregationStrategyAvg:
+				dpi.SetIntValue(dpi.IntValue() + val)
+				m.aggDataPoints[i] += 1
+				return
+			case AggregationStrategyMin:
+				if dpi.IntValue() > val {
+					dpi.SetIntValue(val)
+				}
+				return
+			case AggregationStrategyMax:
+				if dpi.IntValue() < val {
+					dpi.SetIntValue(val)
+				}
+				return
+			}
+		}
+	}
+
+	dp.SetIntValue(val)
+	m.aggDataPoints = append(m.aggDataPoints, 1)
+	dp.MoveTo(dps.AppendEmpty())
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricHwStatus) updateCapacity() {
+	if m.data.Sum().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Sum().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricHwStatus) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Sum().DataPoints().Len() > 0 {
+		if m.config.AggregationStrategy == AggregationStrategyAvg {
+			for i, aggCount := range m.aggDataPoints {
+				m.data.Sum().DataPoints().At(i).SetIntValue(m.data.Sum().DataPoints().At(i).IntValue() / aggCount)
+			}
+		}
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricHwStatus(cfg HwStatusMetricConfig) metricHwStatus {
+	m := metricHwStatus{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
 type metricHwTemperature struct {
 	data          pmetric.Metric            // data buffer for generated metric.
 	config        HwTemperatureMetricConfig // metric config provided by user.
@@ -576,6 +1375,98 @@ func (m *metricHwTemperature) emit(metrics pmetric.MetricSlice) {
 
 func newMetricHwTemperature(cfg HwTemperatureMetricConfig) metricHwTemperature {
 	m := metricHwTemperature{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
+type metricHwTemperatureLimit struct {
+	data          pmetric.Metric                 // data buffer for generated metric.
+	config        HwTemperatureLimitMetricConfig // metric config provided by user.
+	capacity      int                            // max observed number of data points added to the metric.
+	aggDataPoints []float64                      // slice containing number of aggregated datapoints at each index
+}
+
+// init fills hw.temperature.limit metric with initial data.
+func (m *metricHwTemperatureLimit) init() {
+	m.data.SetName("hw.temperature.limit")
+	m.data.SetDescription("Temperature thresholds of the GPU.")
+	m.data.SetUnit("Cel")
+	m.data.SetEmptyGauge()
+	m.data.Gauge().DataPoints().EnsureCapacity(m.capacity)
+	m.aggDataPoints = m.aggDataPoints[:0]
+}
+
+func (m *metricHwTemperatureLimit) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val float64, hwSensorLocationAttributeValue string, hwLimitTypeAttributeValue string) {
+	if !m.config.Enabled {
+		return
+	}
+
+	dp := pmetric.NewNumberDataPoint()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	if slices.Contains(m.config.EnabledAttributes, HwTemperatureLimitMetricAttributeKeyHwSensorLocation) {
+		dp.Attributes().PutStr("hw.sensor_location", hwSensorLocationAttributeValue)
+	}
+	if slices.Contains(m.config.EnabledAttributes, HwTemperatureLimitMetricAttributeKeyHwLimitType) {
+		dp.Attributes().PutStr("hw.limit_type", hwLimitTypeAttributeValue)
+	}
+
+	var s string
+	dps := m.data.Gauge().DataPoints()
+	for i := 0; i < dps.Len(); i++ {
+		dpi := dps.At(i)
+		if dp.Attributes().Equal(dpi.Attributes()) && dp.StartTimestamp() == dpi.StartTimestamp() && dp.Timestamp() == dpi.Timestamp() {
+			switch s = m.config.AggregationStrategy; s {
+			case AggregationStrategySum, AggregationStrategyAvg:
+				dpi.SetDoubleValue(dpi.DoubleValue() + val)
+				m.aggDataPoints[i] += 1
+				return
+			case AggregationStrategyMin:
+				if dpi.DoubleValue() > val {
+					dpi.SetDoubleValue(val)
+				}
+				return
+			case AggregationStrategyMax:
+				if dpi.DoubleValue() < val {
+					dpi.SetDoubleValue(val)
+				}
+				return
+			}
+		}
+	}
+
+	dp.SetDoubleValue(val)
+	m.aggDataPoints = append(m.aggDataPoints, 1)
+	dp.MoveTo(dps.AppendEmpty())
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricHwTemperatureLimit) updateCapacity() {
+	if m.data.Gauge().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Gauge().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricHwTemperatureLimit) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Gauge().DataPoints().Len() > 0 {
+		if m.config.AggregationStrategy == AggregationStrategyAvg {
+			for i, aggCount := range m.aggDataPoints {
+				m.data.Gauge().DataPoints().At(i).SetDoubleValue(m.data.Gauge().DataPoints().At(i).DoubleValue() / aggCount)
+			}
+		}
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricHwTemperatureLimit(cfg HwTemperatureLimitMetricConfig) metricHwTemperatureLimit {
+	m := metricHwTemperatureLimit{config: cfg}
 
 	if cfg.Enabled {
 		m.data = pmetric.NewMetric()
@@ -673,6 +1564,188 @@ func newMetricNvidiaGpuClockFrequency(cfg NvidiaGpuClockFrequencyMetricConfig) m
 	return m
 }
 
+type metricNvidiaGpuClockEventActive struct {
+	data          pmetric.Metric                        // data buffer for generated metric.
+	config        NvidiaGpuClockEventActiveMetricConfig // metric config provided by user.
+	capacity      int                                   // max observed number of data points added to the metric.
+	aggDataPoints []int64                               // slice containing number of aggregated datapoints at each index
+}
+
+// init fills nvidia.gpu.clock_event.active metric with initial data.
+func (m *metricNvidiaGpuClockEventActive) init() {
+	m.data.SetName("nvidia.gpu.clock_event.active")
+	m.data.SetDescription("1 while the reason holds the clocks down (throttling), 0 otherwise; one series per reason.")
+	m.data.SetUnit("1")
+	m.data.SetEmptySum()
+	m.data.Sum().SetIsMonotonic(false)
+	m.data.Sum().SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+	m.data.Sum().DataPoints().EnsureCapacity(m.capacity)
+	m.aggDataPoints = m.aggDataPoints[:0]
+}
+
+func (m *metricNvidiaGpuClockEventActive) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val int64, nvidiaGpuClockEventReasonAttributeValue string) {
+	if !m.config.Enabled {
+		return
+	}
+
+	dp := pmetric.NewNumberDataPoint()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	if slices.Contains(m.config.EnabledAttributes, NvidiaGpuClockEventActiveMetricAttributeKeyNvidiaGpuClockEventReason) {
+		dp.Attributes().PutStr("nvidia.gpu.clock_event.reason", nvidiaGpuClockEventReasonAttributeValue)
+	}
+
+	var s string
+	dps := m.data.Sum().DataPoints()
+	for i := 0; i < dps.Len(); i++ {
+		dpi := dps.At(i)
+		if dp.Attributes().Equal(dpi.Attributes()) && dp.StartTimestamp() == dpi.StartTimestamp() && dp.Timestamp() == dpi.Timestamp() {
+			switch s = m.config.AggregationStrategy; s {
+			case AggregationStrategySum, AggregationStrategyAvg:
+				dpi.SetIntValue(dpi.IntValue() + val)
+				m.aggDataPoints[i] += 1
+				return
+			case AggregationStrategyMin:
+				if dpi.IntValue() > val {
+					dpi.SetIntValue(val)
+				}
+				return
+			case AggregationStrategyMax:
+				if dpi.IntValue() < val {
+					dpi.SetIntValue(val)
+				}
+				return
+			}
+		}
+	}
+
+	dp.SetIntValue(val)
+	m.aggDataPoints = append(m.aggDataPoints, 1)
+	dp.MoveTo(dps.AppendEmpty())
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricNvidiaGpuClockEventActive) updateCapacity() {
+	if m.data.Sum().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Sum().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricNvidiaGpuClockEventActive) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Sum().DataPoints().Len() > 0 {
+		if m.config.AggregationStrategy == AggregationStrategyAvg {
+			for i, aggCount := range m.aggDataPoints {
+				m.data.Sum().DataPoints().At(i).SetIntValue(m.data.Sum().DataPoints().At(i).IntValue() / aggCount)
+			}
+		}
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricNvidiaGpuClockEventActive(cfg NvidiaGpuClockEventActiveMetricConfig) metricNvidiaGpuClockEventActive {
+	m := metricNvidiaGpuClockEventActive{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
+type metricNvidiaGpuClockEventDuration struct {
+	data          pmetric.Metric                          // data buffer for generated metric.
+	config        NvidiaGpuClockEventDurationMetricConfig // metric config provided by user.
+	capacity      int                                     // max observed number of data points added to the metric.
+	aggDataPoints []float64                               // slice containing number of aggregated datapoints at each index
+}
+
+// init fills nvidia.gpu.clock_event.duration metric with initial data.
+func (m *metricNvidiaGpuClockEventDuration) init() {
+	m.data.SetName("nvidia.gpu.clock_event.duration")
+	m.data.SetDescription("Time the clocks were held down, by cause, since the driver loaded.")
+	m.data.SetUnit("s")
+	m.data.SetEmptySum()
+	m.data.Sum().SetIsMonotonic(true)
+	m.data.Sum().SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+	m.data.Sum().DataPoints().EnsureCapacity(m.capacity)
+	m.aggDataPoints = m.aggDataPoints[:0]
+}
+
+func (m *metricNvidiaGpuClockEventDuration) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val float64, nvidiaGpuClockEventCauseAttributeValue string) {
+	if !m.config.Enabled {
+		return
+	}
+
+	dp := pmetric.NewNumberDataPoint()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	if slices.Contains(m.config.EnabledAttributes, NvidiaGpuClockEventDurationMetricAttributeKeyNvidiaGpuClockEventCause) {
+		dp.Attributes().PutStr("nvidia.gpu.clock_event.cause", nvidiaGpuClockEventCauseAttributeValue)
+	}
+
+	var s string
+	dps := m.data.Sum().DataPoints()
+	for i := 0; i < dps.Len(); i++ {
+		dpi := dps.At(i)
+		if dp.Attributes().Equal(dpi.Attributes()) && dp.StartTimestamp() == dpi.StartTimestamp() && dp.Timestamp() == dpi.Timestamp() {
+			switch s = m.config.AggregationStrategy; s {
+			case AggregationStrategySum, AggregationStrategyAvg:
+				dpi.SetDoubleValue(dpi.DoubleValue() + val)
+				m.aggDataPoints[i] += 1
+				return
+			case AggregationStrategyMin:
+				if dpi.DoubleValue() > val {
+					dpi.SetDoubleValue(val)
+				}
+				return
+			case AggregationStrategyMax:
+				if dpi.DoubleValue() < val {
+					dpi.SetDoubleValue(val)
+				}
+				return
+			}
+		}
+	}
+
+	dp.SetDoubleValue(val)
+	m.aggDataPoints = append(m.aggDataPoints, 1)
+	dp.MoveTo(dps.AppendEmpty())
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricNvidiaGpuClockEventDuration) updateCapacity() {
+	if m.data.Sum().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Sum().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricNvidiaGpuClockEventDuration) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Sum().DataPoints().Len() > 0 {
+		if m.config.AggregationStrategy == AggregationStrategyAvg {
+			for i, aggCount := range m.aggDataPoints {
+				m.data.Sum().DataPoints().At(i).SetDoubleValue(m.data.Sum().DataPoints().At(i).DoubleValue() / aggCount)
+			}
+		}
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricNvidiaGpuClockEventDuration(cfg NvidiaGpuClockEventDurationMetricConfig) metricNvidiaGpuClockEventDuration {
+	m := metricNvidiaGpuClockEventDuration{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
 type metricNvidiaGpuCount struct {
 	data     pmetric.Metric             // data buffer for generated metric.
 	config   NvidiaGpuCountMetricConfig // metric config provided by user.
@@ -717,6 +1790,56 @@ func (m *metricNvidiaGpuCount) emit(metrics pmetric.MetricSlice) {
 
 func newMetricNvidiaGpuCount(cfg NvidiaGpuCountMetricConfig) metricNvidiaGpuCount {
 	m := metricNvidiaGpuCount{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
+type metricNvidiaGpuFanSpeed struct {
+	data     pmetric.Metric                // data buffer for generated metric.
+	config   NvidiaGpuFanSpeedMetricConfig // metric config provided by user.
+	capacity int                           // max observed number of data points added to the metric.
+}
+
+// init fills nvidia.gpu.fan.speed metric with initial data.
+func (m *metricNvidiaGpuFanSpeed) init() {
+	m.data.SetName("nvidia.gpu.fan.speed")
+	m.data.SetDescription("Fan speed as a share of its maximum (absent on fanless boards).")
+	m.data.SetUnit("1")
+	m.data.SetEmptyGauge()
+}
+
+func (m *metricNvidiaGpuFanSpeed) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val float64) {
+	if !m.config.Enabled {
+		return
+	}
+	dp := m.data.Gauge().DataPoints().AppendEmpty()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	dp.SetDoubleValue(val)
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricNvidiaGpuFanSpeed) updateCapacity() {
+	if m.data.Gauge().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Gauge().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricNvidiaGpuFanSpeed) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Gauge().DataPoints().Len() > 0 {
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricNvidiaGpuFanSpeed(cfg NvidiaGpuFanSpeedMetricConfig) metricNvidiaGpuFanSpeed {
+	m := metricNvidiaGpuFanSpeed{config: cfg}
 
 	if cfg.Enabled {
 		m.data = pmetric.NewMetric()
@@ -777,6 +1900,201 @@ func newMetricNvidiaGpuMemoryFree(cfg NvidiaGpuMemoryFreeMetricConfig) metricNvi
 	return m
 }
 
+type metricNvidiaGpuMemoryRemapFailed struct {
+	data     pmetric.Metric                         // data buffer for generated metric.
+	config   NvidiaGpuMemoryRemapFailedMetricConfig // metric config provided by user.
+	capacity int                                    // max observed number of data points added to the metric.
+}
+
+// init fills nvidia.gpu.memory.remap.failed metric with initial data.
+func (m *metricNvidiaGpuMemoryRemapFailed) init() {
+	m.data.SetName("nvidia.gpu.memory.remap.failed")
+	m.data.SetDescription("1 if a row remap failed (the GPU needs service), 0 otherwise.")
+	m.data.SetUnit("1")
+	m.data.SetEmptySum()
+	m.data.Sum().SetIsMonotonic(false)
+	m.data.Sum().SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+}
+
+func (m *metricNvidiaGpuMemoryRemapFailed) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val int64) {
+	if !m.config.Enabled {
+		return
+	}
+	dp := m.data.Sum().DataPoints().AppendEmpty()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	dp.SetIntValue(val)
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricNvidiaGpuMemoryRemapFailed) updateCapacity() {
+	if m.data.Sum().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Sum().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricNvidiaGpuMemoryRemapFailed) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Sum().DataPoints().Len() > 0 {
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricNvidiaGpuMemoryRemapFailed(cfg NvidiaGpuMemoryRemapFailedMetricConfig) metricNvidiaGpuMemoryRemapFailed {
+	m := metricNvidiaGpuMemoryRemapFailed{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
+type metricNvidiaGpuMemoryRemapPending struct {
+	data     pmetric.Metric                          // data buffer for generated metric.
+	config   NvidiaGpuMemoryRemapPendingMetricConfig // metric config provided by user.
+	capacity int                                     // max observed number of data points added to the metric.
+}
+
+// init fills nvidia.gpu.memory.remap.pending metric with initial data.
+func (m *metricNvidiaGpuMemoryRemapPending) init() {
+	m.data.SetName("nvidia.gpu.memory.remap.pending")
+	m.data.SetDescription("1 if a row remap waits for the GPU to be reset, 0 otherwise.")
+	m.data.SetUnit("1")
+	m.data.SetEmptySum()
+	m.data.Sum().SetIsMonotonic(false)
+	m.data.Sum().SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+}
+
+func (m *metricNvidiaGpuMemoryRemapPending) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val int64) {
+	if !m.config.Enabled {
+		return
+	}
+	dp := m.data.Sum().DataPoints().AppendEmpty()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	dp.SetIntValue(val)
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricNvidiaGpuMemoryRemapPending) updateCapacity() {
+	if m.data.Sum().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Sum().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricNvidiaGpuMemoryRemapPending) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Sum().DataPoints().Len() > 0 {
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricNvidiaGpuMemoryRemapPending(cfg NvidiaGpuMemoryRemapPendingMetricConfig) metricNvidiaGpuMemoryRemapPending {
+	m := metricNvidiaGpuMemoryRemapPending{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
+type metricNvidiaGpuMemoryRemappedRows struct {
+	data          pmetric.Metric                          // data buffer for generated metric.
+	config        NvidiaGpuMemoryRemappedRowsMetricConfig // metric config provided by user.
+	capacity      int                                     // max observed number of data points added to the metric.
+	aggDataPoints []int64                                 // slice containing number of aggregated datapoints at each index
+}
+
+// init fills nvidia.gpu.memory.remapped_rows metric with initial data.
+func (m *metricNvidiaGpuMemoryRemappedRows) init() {
+	m.data.SetName("nvidia.gpu.memory.remapped_rows")
+	m.data.SetDescription("Memory rows remapped because of correctable or uncorrectable errors.")
+	m.data.SetUnit("{row}")
+	m.data.SetEmptySum()
+	m.data.Sum().SetIsMonotonic(true)
+	m.data.Sum().SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+	m.data.Sum().DataPoints().EnsureCapacity(m.capacity)
+	m.aggDataPoints = m.aggDataPoints[:0]
+}
+
+func (m *metricNvidiaGpuMemoryRemappedRows) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val int64, errorTypeAttributeValue string) {
+	if !m.config.Enabled {
+		return
+	}
+
+	dp := pmetric.NewNumberDataPoint()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	if slices.Contains(m.config.EnabledAttributes, NvidiaGpuMemoryRemappedRowsMetricAttributeKeyErrorType) {
+		dp.Attributes().PutStr("error.type", errorTypeAttributeValue)
+	}
+
+	var s string
+	dps := m.data.Sum().DataPoints()
+	for i := 0; i < dps.Len(); i++ {
+		dpi := dps.At(i)
+		if dp.Attributes().Equal(dpi.Attributes()) && dp.StartTimestamp() == dpi.StartTimestamp() && dp.Timestamp() == dpi.Timestamp() {
+			switch s = m.config.AggregationStrategy; s {
+			case AggregationStrategySum, AggregationStrategyAvg:
+				dpi.SetIntValue(dpi.IntValue() + val)
+				m.aggDataPoints[i] += 1
+				return
+			case AggregationStrategyMin:
+				if dpi.IntValue() > val {
+					dpi.SetIntValue(val)
+				}
+				return
+			case AggregationStrategyMax:
+				if dpi.IntValue() < val {
+					dpi.SetIntValue(val)
+				}
+				return
+			}
+		}
+	}
+
+	dp.SetIntValue(val)
+	m.aggDataPoints = append(m.aggDataPoints, 1)
+	dp.MoveTo(dps.AppendEmpty())
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricNvidiaGpuMemoryRemappedRows) updateCapacity() {
+	if m.data.Sum().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Sum().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricNvidiaGpuMemoryRemappedRows) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Sum().DataPoints().Len() > 0 {
+		if m.config.AggregationStrategy == AggregationStrategyAvg {
+			for i, aggCount := range m.aggDataPoints {
+				m.data.Sum().DataPoints().At(i).SetIntValue(m.data.Sum().DataPoints().At(i).IntValue() / aggCount)
+			}
+		}
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricNvidiaGpuMemoryRemappedRows(cfg NvidiaGpuMemoryRemappedRowsMetricConfig) metricNvidiaGpuMemoryRemappedRows {
+	m := metricNvidiaGpuMemoryRemappedRows{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
 type metricNvidiaGpuMemoryReserved struct {
 	data     pmetric.Metric                      // data buffer for generated metric.
 	config   NvidiaGpuMemoryReservedMetricConfig // metric config provided by user.
@@ -821,6 +2139,149 @@ func (m *metricNvidiaGpuMemoryReserved) emit(metrics pmetric.MetricSlice) {
 
 func newMetricNvidiaGpuMemoryReserved(cfg NvidiaGpuMemoryReservedMetricConfig) metricNvidiaGpuMemoryReserved {
 	m := metricNvidiaGpuMemoryReserved{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
+type metricNvidiaGpuMemoryRetiredPages struct {
+	data          pmetric.Metric                          // data buffer for generated metric.
+	config        NvidiaGpuMemoryRetiredPagesMetricConfig // metric config provided by user.
+	capacity      int                                     // max observed number of data points added to the metric.
+	aggDataPoints []int64                                 // slice containing number of aggregated datapoints at each index
+}
+
+// init fills nvidia.gpu.memory.retired_pages metric with initial data.
+func (m *metricNvidiaGpuMemoryRetiredPages) init() {
+	m.data.SetName("nvidia.gpu.memory.retired_pages")
+	m.data.SetDescription("Memory pages retired (pre-Ampere GPUs; Ampere and newer remap rows instead).")
+	m.data.SetUnit("{page}")
+	m.data.SetEmptySum()
+	m.data.Sum().SetIsMonotonic(true)
+	m.data.Sum().SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+	m.data.Sum().DataPoints().EnsureCapacity(m.capacity)
+	m.aggDataPoints = m.aggDataPoints[:0]
+}
+
+func (m *metricNvidiaGpuMemoryRetiredPages) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val int64, nvidiaGpuRetiredPagesCauseAttributeValue string) {
+	if !m.config.Enabled {
+		return
+	}
+
+	dp := pmetric.NewNumberDataPoint()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	if slices.Contains(m.config.EnabledAttributes, NvidiaGpuMemoryRetiredPagesMetricAttributeKeyNvidiaGpuRetiredPagesCause) {
+		dp.Attributes().PutStr("nvidia.gpu.retired_pages.cause", nvidiaGpuRetiredPagesCauseAttributeValue)
+	}
+
+	var s string
+	dps := m.data.Sum().DataPoints()
+	for i := 0; i < dps.Len(); i++ {
+		dpi := dps.At(i)
+		if dp.Attributes().Equal(dpi.Attributes()) && dp.StartTimestamp() == dpi.StartTimestamp() && dp.Timestamp() == dpi.Timestamp() {
+			switch s = m.config.AggregationStrategy; s {
+			case AggregationStrategySum, AggregationStrategyAvg:
+				dpi.SetIntValue(dpi.IntValue() + val)
+				m.aggDataPoints[i] += 1
+				return
+			case AggregationStrategyMin:
+				if dpi.IntValue() > val {
+					dpi.SetIntValue(val)
+				}
+				return
+			case AggregationStrategyMax:
+				if dpi.IntValue() < val {
+					dpi.SetIntValue(val)
+				}
+				return
+			}
+		}
+	}
+
+	dp.SetIntValue(val)
+	m.aggDataPoints = append(m.aggDataPoints, 1)
+	dp.MoveTo(dps.AppendEmpty())
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricNvidiaGpuMemoryRetiredPages) updateCapacity() {
+	if m.data.Sum().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Sum().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricNvidiaGpuMemoryRetiredPages) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Sum().DataPoints().Len() > 0 {
+		if m.config.AggregationStrategy == AggregationStrategyAvg {
+			for i, aggCount := range m.aggDataPoints {
+				m.data.Sum().DataPoints().At(i).SetIntValue(m.data.Sum().DataPoints().At(i).IntValue() / aggCount)
+			}
+		}
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricNvidiaGpuMemoryRetiredPages(cfg NvidiaGpuMemoryRetiredPagesMetricConfig) metricNvidiaGpuMemoryRetiredPages {
+	m := metricNvidiaGpuMemoryRetiredPages{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
+type metricNvidiaGpuMemoryRetiredPagesPending struct {
+	data     pmetric.Metric                                 // data buffer for generated metric.
+	config   NvidiaGpuMemoryRetiredPagesPendingMetricConfig // metric config provided by user.
+	capacity int                                            // max observed number of data points added to the metric.
+}
+
+// init fills nvidia.gpu.memory.retired_pages.pending metric with initial data.
+func (m *metricNvidiaGpuMemoryRetiredPagesPending) init() {
+	m.data.SetName("nvidia.gpu.memory.retired_pages.pending")
+	m.data.SetDescription("1 if a page retirement waits for the GPU to be reset, 0 otherwise.")
+	m.data.SetUnit("1")
+	m.data.SetEmptySum()
+	m.data.Sum().SetIsMonotonic(false)
+	m.data.Sum().SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+}
+
+func (m *metricNvidiaGpuMemoryRetiredPagesPending) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val int64) {
+	if !m.config.Enabled {
+		return
+	}
+	dp := m.data.Sum().DataPoints().AppendEmpty()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	dp.SetIntValue(val)
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricNvidiaGpuMemoryRetiredPagesPending) updateCapacity() {
+	if m.data.Sum().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Sum().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricNvidiaGpuMemoryRetiredPagesPending) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Sum().DataPoints().Len() > 0 {
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricNvidiaGpuMemoryRetiredPagesPending(cfg NvidiaGpuMemoryRetiredPagesPendingMetricConfig) metricNvidiaGpuMemoryRetiredPagesPending {
+	m := metricNvidiaGpuMemoryRetiredPagesPending{config: cfg}
 
 	if cfg.Enabled {
 		m.data = pmetric.NewMetric()
@@ -879,6 +2340,493 @@ func newMetricNvidiaGpuMemoryCopyUtilization(cfg NvidiaGpuMemoryCopyUtilizationM
 	return m
 }
 
+type metricNvidiaGpuNvlinkErrors struct {
+	data          pmetric.Metric                    // data buffer for generated metric.
+	config        NvidiaGpuNvlinkErrorsMetricConfig // metric config provided by user.
+	capacity      int                               // max observed number of data points added to the metric.
+	aggDataPoints []int64                           // slice containing number of aggregated datapoints at each index
+}
+
+// init fills nvidia.gpu.nvlink.errors metric with initial data.
+func (m *metricNvidiaGpuNvlinkErrors) init() {
+	m.data.SetName("nvidia.gpu.nvlink.errors")
+	m.data.SetDescription("NVLink error counters per link.")
+	m.data.SetUnit("{error}")
+	m.data.SetEmptySum()
+	m.data.Sum().SetIsMonotonic(true)
+	m.data.Sum().SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+	m.data.Sum().DataPoints().EnsureCapacity(m.capacity)
+	m.aggDataPoints = m.aggDataPoints[:0]
+}
+
+func (m *metricNvidiaGpuNvlinkErrors) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val int64, nvidiaGpuNvlinkLinkAttributeValue int64, nvidiaGpuNvlinkErrorTypeAttributeValue string) {
+	if !m.config.Enabled {
+		return
+	}
+
+	dp := pmetric.NewNumberDataPoint()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	if slices.Contains(m.config.EnabledAttributes, NvidiaGpuNvlinkErrorsMetricAttributeKeyNvidiaGpuNvlinkLink) {
+		dp.Attributes().PutInt("nvidia.gpu.nvlink.link", nvidiaGpuNvlinkLinkAttributeValue)
+	}
+	if slices.Contains(m.config.EnabledAttributes, NvidiaGpuNvlinkErrorsMetricAttributeKeyNvidiaGpuNvlinkErrorType) {
+		dp.Attributes().PutStr("nvidia.gpu.nvlink.error.type", nvidiaGpuNvlinkErrorTypeAttributeValue)
+	}
+
+	var s string
+	dps := m.data.Sum().DataPoints()
+	for i := 0; i < dps.Len(); i++ {
+		dpi := dps.At(i)
+		if dp.Attributes().Equal(dpi.Attributes()) && dp.StartTimestamp() == dpi.StartTimestamp() && dp.Timestamp() == dpi.Timestamp() {
+			switch s = m.config.AggregationStrategy; s {
+			case AggregationStrategySum, AggregationStrategyAvg:
+				dpi.SetIntValue(dpi.IntValue() + val)
+				m.aggDataPoints[i] += 1
+				return
+			case AggregationStrategyMin:
+				if dpi.IntValue() > val {
+					dpi.SetIntValue(val)
+				}
+				return
+			case AggregationStrategyMax:
+				if dpi.IntValue() < val {
+					dpi.SetIntValue(val)
+				}
+				return
+			}
+		}
+	}
+
+	dp.SetIntValue(val)
+	m.aggDataPoints = append(m.aggDataPoints, 1)
+	dp.MoveTo(dps.AppendEmpty())
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricNvidiaGpuNvlinkErrors) updateCapacity() {
+	if m.data.Sum().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Sum().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricNvidiaGpuNvlinkErrors) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Sum().DataPoints().Len() > 0 {
+		if m.config.AggregationStrategy == AggregationStrategyAvg {
+			for i, aggCount := range m.aggDataPoints {
+				m.data.Sum().DataPoints().At(i).SetIntValue(m.data.Sum().DataPoints().At(i).IntValue() / aggCount)
+			}
+		}
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricNvidiaGpuNvlinkErrors(cfg NvidiaGpuNvlinkErrorsMetricConfig) metricNvidiaGpuNvlinkErrors {
+	m := metricNvidiaGpuNvlinkErrors{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
+type metricNvidiaGpuNvlinkIo struct {
+	data          pmetric.Metric                // data buffer for generated metric.
+	config        NvidiaGpuNvlinkIoMetricConfig // metric config provided by user.
+	capacity      int                           // max observed number of data points added to the metric.
+	aggDataPoints []int64                       // slice containing number of aggregated datapoints at each index
+}
+
+// init fills nvidia.gpu.nvlink.io metric with initial data.
+func (m *metricNvidiaGpuNvlinkIo) init() {
+	m.data.SetName("nvidia.gpu.nvlink.io")
+	m.data.SetDescription("Payload bytes moved over each NVLink link.")
+	m.data.SetUnit("By")
+	m.data.SetEmptySum()
+	m.data.Sum().SetIsMonotonic(true)
+	m.data.Sum().SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+	m.data.Sum().DataPoints().EnsureCapacity(m.capacity)
+	m.aggDataPoints = m.aggDataPoints[:0]
+}
+
+func (m *metricNvidiaGpuNvlinkIo) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val int64, nvidiaGpuNvlinkLinkAttributeValue int64, networkIoDirectionAttributeValue string) {
+	if !m.config.Enabled {
+		return
+	}
+
+	dp := pmetric.NewNumberDataPoint()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	if slices.Contains(m.config.EnabledAttributes, NvidiaGpuNvlinkIoMetricAttributeKeyNvidiaGpuNvlinkLink) {
+		dp.Attributes().PutInt("nvidia.gpu.nvlink.link", nvidiaGpuNvlinkLinkAttributeValue)
+	}
+	if slices.Contains(m.config.EnabledAttributes, NvidiaGpuNvlinkIoMetricAttributeKeyNetworkIoDirection) {
+		dp.Attributes().PutStr("network.io.direction", networkIoDirectionAttributeValue)
+	}
+
+	var s string
+	dps := m.data.Sum().DataPoints()
+	for i := 0; i < dps.Len(); i++ {
+		dpi := dps.At(i)
+		if dp.Attributes().Equal(dpi.Attributes()) && dp.StartTimestamp() == dpi.StartTimestamp() && dp.Timestamp() == dpi.Timestamp() {
+			switch s = m.config.AggregationStrategy; s {
+			case AggregationStrategySum, AggregationStrategyAvg:
+				dpi.SetIntValue(dpi.IntValue() + val)
+				m.aggDataPoints[i] += 1
+				return
+			case AggregationStrategyMin:
+				if dpi.IntValue() > val {
+					dpi.SetIntValue(val)
+				}
+				return
+			case AggregationStrategyMax:
+				if dpi.IntValue() < val {
+					dpi.SetIntValue(val)
+				}
+				return
+			}
+		}
+	}
+
+	dp.SetIntValue(val)
+	m.aggDataPoints = append(m.aggDataPoints, 1)
+	dp.MoveTo(dps.AppendEmpty())
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricNvidiaGpuNvlinkIo) updateCapacity() {
+	if m.data.Sum().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Sum().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricNvidiaGpuNvlinkIo) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Sum().DataPoints().Len() > 0 {
+		if m.config.AggregationStrategy == AggregationStrategyAvg {
+			for i, aggCount := range m.aggDataPoints {
+				m.data.Sum().DataPoints().At(i).SetIntValue(m.data.Sum().DataPoints().At(i).IntValue() / aggCount)
+			}
+		}
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricNvidiaGpuNvlinkIo(cfg NvidiaGpuNvlinkIoMetricConfig) metricNvidiaGpuNvlinkIo {
+	m := metricNvidiaGpuNvlinkIo{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
+type metricNvidiaGpuNvlinkState struct {
+	data          pmetric.Metric                   // data buffer for generated metric.
+	config        NvidiaGpuNvlinkStateMetricConfig // metric config provided by user.
+	capacity      int                              // max observed number of data points added to the metric.
+	aggDataPoints []int64                          // slice containing number of aggregated datapoints at each index
+}
+
+// init fills nvidia.gpu.nvlink.state metric with initial data.
+func (m *metricNvidiaGpuNvlinkState) init() {
+	m.data.SetName("nvidia.gpu.nvlink.state")
+	m.data.SetDescription("1 if the NVLink link is up, 0 if it is down.")
+	m.data.SetUnit("1")
+	m.data.SetEmptySum()
+	m.data.Sum().SetIsMonotonic(false)
+	m.data.Sum().SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+	m.data.Sum().DataPoints().EnsureCapacity(m.capacity)
+	m.aggDataPoints = m.aggDataPoints[:0]
+}
+
+func (m *metricNvidiaGpuNvlinkState) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val int64, nvidiaGpuNvlinkLinkAttributeValue int64) {
+	if !m.config.Enabled {
+		return
+	}
+
+	dp := pmetric.NewNumberDataPoint()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	if slices.Contains(m.config.EnabledAttributes, NvidiaGpuNvlinkStateMetricAttributeKeyNvidiaGpuNvlinkLink) {
+		dp.Attributes().PutInt("nvidia.gpu.nvlink.link", nvidiaGpuNvlinkLinkAttributeValue)
+	}
+
+	var s string
+	dps := m.data.Sum().DataPoints()
+	for i := 0; i < dps.Len(); i++ {
+		dpi := dps.At(i)
+		if dp.Attributes().Equal(dpi.Attributes()) && dp.StartTimestamp() == dpi.StartTimestamp() && dp.Timestamp() == dpi.Timestamp() {
+			switch s = m.config.AggregationStrategy; s {
+			case AggregationStrategySum, AggregationStrategyAvg:
+				dpi.SetIntValue(dpi.IntValue() + val)
+				m.aggDataPoints[i] += 1
+				return
+			case AggregationStrategyMin:
+				if dpi.IntValue() > val {
+					dpi.SetIntValue(val)
+				}
+				return
+			case AggregationStrategyMax:
+				if dpi.IntValue() < val {
+					dpi.SetIntValue(val)
+				}
+				return
+			}
+		}
+	}
+
+	dp.SetIntValue(val)
+	m.aggDataPoints = append(m.aggDataPoints, 1)
+	dp.MoveTo(dps.AppendEmpty())
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricNvidiaGpuNvlinkState) updateCapacity() {
+	if m.data.Sum().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Sum().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricNvidiaGpuNvlinkState) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Sum().DataPoints().Len() > 0 {
+		if m.config.AggregationStrategy == AggregationStrategyAvg {
+			for i, aggCount := range m.aggDataPoints {
+				m.data.Sum().DataPoints().At(i).SetIntValue(m.data.Sum().DataPoints().At(i).IntValue() / aggCount)
+			}
+		}
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricNvidiaGpuNvlinkState(cfg NvidiaGpuNvlinkStateMetricConfig) metricNvidiaGpuNvlinkState {
+	m := metricNvidiaGpuNvlinkState{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
+type metricNvidiaGpuPcieLinkGeneration struct {
+	data     pmetric.Metric                          // data buffer for generated metric.
+	config   NvidiaGpuPcieLinkGenerationMetricConfig // metric config provided by user.
+	capacity int                                     // max observed number of data points added to the metric.
+}
+
+// init fills nvidia.gpu.pcie.link.generation metric with initial data.
+func (m *metricNvidiaGpuPcieLinkGeneration) init() {
+	m.data.SetName("nvidia.gpu.pcie.link.generation")
+	m.data.SetDescription("PCIe generation the link runs at now.")
+	m.data.SetUnit("{generation}")
+	m.data.SetEmptySum()
+	m.data.Sum().SetIsMonotonic(false)
+	m.data.Sum().SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+}
+
+func (m *metricNvidiaGpuPcieLinkGeneration) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val int64) {
+	if !m.config.Enabled {
+		return
+	}
+	dp := m.data.Sum().DataPoints().AppendEmpty()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	dp.SetIntValue(val)
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricNvidiaGpuPcieLinkGeneration) updateCapacity() {
+	if m.data.Sum().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Sum().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricNvidiaGpuPcieLinkGeneration) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Sum().DataPoints().Len() > 0 {
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricNvidiaGpuPcieLinkGeneration(cfg NvidiaGpuPcieLinkGenerationMetricConfig) metricNvidiaGpuPcieLinkGeneration {
+	m := metricNvidiaGpuPcieLinkGeneration{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
+type metricNvidiaGpuPcieLinkGenerationMax struct {
+	data     pmetric.Metric                             // data buffer for generated metric.
+	config   NvidiaGpuPcieLinkGenerationMaxMetricConfig // metric config provided by user.
+	capacity int                                        // max observed number of data points added to the metric.
+}
+
+// init fills nvidia.gpu.pcie.link.generation.max metric with initial data.
+func (m *metricNvidiaGpuPcieLinkGenerationMax) init() {
+	m.data.SetName("nvidia.gpu.pcie.link.generation.max")
+	m.data.SetDescription("Highest PCIe generation the GPU and its slot support.")
+	m.data.SetUnit("{generation}")
+	m.data.SetEmptySum()
+	m.data.Sum().SetIsMonotonic(false)
+	m.data.Sum().SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+}
+
+func (m *metricNvidiaGpuPcieLinkGenerationMax) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val int64) {
+	if !m.config.Enabled {
+		return
+	}
+	dp := m.data.Sum().DataPoints().AppendEmpty()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	dp.SetIntValue(val)
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricNvidiaGpuPcieLinkGenerationMax) updateCapacity() {
+	if m.data.Sum().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Sum().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricNvidiaGpuPcieLinkGenerationMax) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Sum().DataPoints().Len() > 0 {
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricNvidiaGpuPcieLinkGenerationMax(cfg NvidiaGpuPcieLinkGenerationMaxMetricConfig) metricNvidiaGpuPcieLinkGenerationMax {
+	m := metricNvidiaGpuPcieLinkGenerationMax{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
+type metricNvidiaGpuPcieLinkWidth struct {
+	data     pmetric.Metric                     // data buffer for generated metric.
+	config   NvidiaGpuPcieLinkWidthMetricConfig // metric config provided by user.
+	capacity int                                // max observed number of data points added to the metric.
+}
+
+// init fills nvidia.gpu.pcie.link.width metric with initial data.
+func (m *metricNvidiaGpuPcieLinkWidth) init() {
+	m.data.SetName("nvidia.gpu.pcie.link.width")
+	m.data.SetDescription("PCIe lanes the link runs with now (fewer than the maximum means a degraded link).")
+	m.data.SetUnit("{lane}")
+	m.data.SetEmptySum()
+	m.data.Sum().SetIsMonotonic(false)
+	m.data.Sum().SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+}
+
+func (m *metricNvidiaGpuPcieLinkWidth) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val int64) {
+	if !m.config.Enabled {
+		return
+	}
+	dp := m.data.Sum().DataPoints().AppendEmpty()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	dp.SetIntValue(val)
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricNvidiaGpuPcieLinkWidth) updateCapacity() {
+	if m.data.Sum().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Sum().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricNvidiaGpuPcieLinkWidth) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Sum().DataPoints().Len() > 0 {
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricNvidiaGpuPcieLinkWidth(cfg NvidiaGpuPcieLinkWidthMetricConfig) metricNvidiaGpuPcieLinkWidth {
+	m := metricNvidiaGpuPcieLinkWidth{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
+type metricNvidiaGpuPcieLinkWidthMax struct {
+	data     pmetric.Metric                        // data buffer for generated metric.
+	config   NvidiaGpuPcieLinkWidthMaxMetricConfig // metric config provided by user.
+	capacity int                                   // max observed number of data points added to the metric.
+}
+
+// init fills nvidia.gpu.pcie.link.width.max metric with initial data.
+func (m *metricNvidiaGpuPcieLinkWidthMax) init() {
+	m.data.SetName("nvidia.gpu.pcie.link.width.max")
+	m.data.SetDescription("Most PCIe lanes the GPU and its slot support.")
+	m.data.SetUnit("{lane}")
+	m.data.SetEmptySum()
+	m.data.Sum().SetIsMonotonic(false)
+	m.data.Sum().SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+}
+
+func (m *metricNvidiaGpuPcieLinkWidthMax) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val int64) {
+	if !m.config.Enabled {
+		return
+	}
+	dp := m.data.Sum().DataPoints().AppendEmpty()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	dp.SetIntValue(val)
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricNvidiaGpuPcieLinkWidthMax) updateCapacity() {
+	if m.data.Sum().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Sum().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricNvidiaGpuPcieLinkWidthMax) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Sum().DataPoints().Len() > 0 {
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricNvidiaGpuPcieLinkWidthMax(cfg NvidiaGpuPcieLinkWidthMaxMetricConfig) metricNvidiaGpuPcieLinkWidthMax {
+	m := metricNvidiaGpuPcieLinkWidthMax{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
 type metricNvidiaGpuPcieReplays struct {
 	data     pmetric.Metric                   // data buffer for generated metric.
 	config   NvidiaGpuPcieReplaysMetricConfig // metric config provided by user.
@@ -923,6 +2871,56 @@ func (m *metricNvidiaGpuPcieReplays) emit(metrics pmetric.MetricSlice) {
 
 func newMetricNvidiaGpuPcieReplays(cfg NvidiaGpuPcieReplaysMetricConfig) metricNvidiaGpuPcieReplays {
 	m := metricNvidiaGpuPcieReplays{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
+type metricNvidiaGpuPerformanceState struct {
+	data     pmetric.Metric                        // data buffer for generated metric.
+	config   NvidiaGpuPerformanceStateMetricConfig // metric config provided by user.
+	capacity int                                   // max observed number of data points added to the metric.
+}
+
+// init fills nvidia.gpu.performance_state metric with initial data.
+func (m *metricNvidiaGpuPerformanceState) init() {
+	m.data.SetName("nvidia.gpu.performance_state")
+	m.data.SetDescription("Performance state, 0 (P0, maximum performance) to 15 (P15, minimum).")
+	m.data.SetUnit("{pstate}")
+	m.data.SetEmptyGauge()
+}
+
+func (m *metricNvidiaGpuPerformanceState) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val int64) {
+	if !m.config.Enabled {
+		return
+	}
+	dp := m.data.Gauge().DataPoints().AppendEmpty()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	dp.SetIntValue(val)
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricNvidiaGpuPerformanceState) updateCapacity() {
+	if m.data.Gauge().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Gauge().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricNvidiaGpuPerformanceState) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Gauge().DataPoints().Len() > 0 {
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricNvidiaGpuPerformanceState(cfg NvidiaGpuPerformanceStateMetricConfig) metricNvidiaGpuPerformanceState {
+	m := metricNvidiaGpuPerformanceState{config: cfg}
 
 	if cfg.Enabled {
 		m.data = pmetric.NewMetric()
@@ -1012,6 +3010,419 @@ func (m *metricNvidiaGpuPowerLimit) emit(metrics pmetric.MetricSlice) {
 
 func newMetricNvidiaGpuPowerLimit(cfg NvidiaGpuPowerLimitMetricConfig) metricNvidiaGpuPowerLimit {
 	m := metricNvidiaGpuPowerLimit{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
+type metricNvidiaGpuProcessMemoryUsage struct {
+	data     pmetric.Metric                          // data buffer for generated metric.
+	config   NvidiaGpuProcessMemoryUsageMetricConfig // metric config provided by user.
+	capacity int                                     // max observed number of data points added to the metric.
+}
+
+// init fills nvidia.gpu.process.memory.usage metric with initial data.
+func (m *metricNvidiaGpuProcessMemoryUsage) init() {
+	m.data.SetName("nvidia.gpu.process.memory.usage")
+	m.data.SetDescription("Framebuffer memory the process uses on this GPU (or MIG instance).")
+	m.data.SetUnit("By")
+	m.data.SetEmptySum()
+	m.data.Sum().SetIsMonotonic(false)
+	m.data.Sum().SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+}
+
+func (m *metricNvidiaGpuProcessMemoryUsage) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val int64) {
+	if !m.config.Enabled {
+		return
+	}
+	dp := m.data.Sum().DataPoints().AppendEmpty()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	dp.SetIntValue(val)
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricNvidiaGpuProcessMemoryUsage) updateCapacity() {
+	if m.data.Sum().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Sum().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricNvidiaGpuProcessMemoryUsage) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Sum().DataPoints().Len() > 0 {
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricNvidiaGpuProcessMemoryUsage(cfg NvidiaGpuProcessMemoryUsageMetricConfig) metricNvidiaGpuProcessMemoryUsage {
+	m := metricNvidiaGpuProcessMemoryUsage{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
+type metricNvidiaGpuProcessUtilization struct {
+	data          pmetric.Metric                          // data buffer for generated metric.
+	config        NvidiaGpuProcessUtilizationMetricConfig // metric config provided by user.
+	capacity      int                                     // max observed number of data points added to the metric.
+	aggDataPoints []float64                               // slice containing number of aggregated datapoints at each index
+}
+
+// init fills nvidia.gpu.process.utilization metric with initial data.
+func (m *metricNvidiaGpuProcessUtilization) init() {
+	m.data.SetName("nvidia.gpu.process.utilization")
+	m.data.SetDescription("Share of the interval the process kept each engine busy (nvmlDeviceGetProcessUtilization; not available under MIG).")
+	m.data.SetUnit("1")
+	m.data.SetEmptyGauge()
+	m.data.Gauge().DataPoints().EnsureCapacity(m.capacity)
+	m.aggDataPoints = m.aggDataPoints[:0]
+}
+
+func (m *metricNvidiaGpuProcessUtilization) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val float64, nvidiaGpuEngineAttributeValue string) {
+	if !m.config.Enabled {
+		return
+	}
+
+	dp := pmetric.NewNumberDataPoint()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	if slices.Contains(m.config.EnabledAttributes, NvidiaGpuProcessUtilizationMetricAttributeKeyNvidiaGpuEngine) {
+		dp.Attributes().PutStr("nvidia.gpu.engine", nvidiaGpuEngineAttributeValue)
+	}
+
+	var s string
+	dps := m.data.Gauge().DataPoints()
+	for i := 0; i < dps.Len(); i++ {
+		dpi := dps.At(i)
+		if dp.Attributes().Equal(dpi.Attributes()) && dp.StartTimestamp() == dpi.StartTimestamp() && dp.Timestamp() == dpi.Timestamp() {
+			switch s = m.config.AggregationStrategy; s {
+			case AggregationStrategySum, AggregationStrategyAvg:
+				dpi.SetDoubleValue(dpi.DoubleValue() + val)
+				m.aggDataPoints[i] += 1
+				return
+			case AggregationStrategyMin:
+				if dpi.DoubleValue() > val {
+					dpi.SetDoubleValue(val)
+				}
+				return
+			case AggregationStrategyMax:
+				if dpi.DoubleValue() < val {
+					dpi.SetDoubleValue(val)
+				}
+				return
+			}
+		}
+	}
+
+	dp.SetDoubleValue(val)
+	m.aggDataPoints = append(m.aggDataPoints, 1)
+	dp.MoveTo(dps.AppendEmpty())
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricNvidiaGpuProcessUtilization) updateCapacity() {
+	if m.data.Gauge().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Gauge().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricNvidiaGpuProcessUtilization) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Gauge().DataPoints().Len() > 0 {
+		if m.config.AggregationStrategy == AggregationStrategyAvg {
+			for i, aggCount := range m.aggDataPoints {
+				m.data.Gauge().DataPoints().At(i).SetDoubleValue(m.data.Gauge().DataPoints().At(i).DoubleValue() / aggCount)
+			}
+		}
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricNvidiaGpuProcessUtilization(cfg NvidiaGpuProcessUtilizationMetricConfig) metricNvidiaGpuProcessUtilization {
+	m := metricNvidiaGpuProcessUtilization{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
+type metricNvidiaGpuProfilingActivity struct {
+	data          pmetric.Metric                         // data buffer for generated metric.
+	config        NvidiaGpuProfilingActivityMetricConfig // metric config provided by user.
+	capacity      int                                    // max observed number of data points added to the metric.
+	aggDataPoints []float64                              // slice containing number of aggregated datapoints at each index
+}
+
+// init fills nvidia.gpu.profiling.activity metric with initial data.
+func (m *metricNvidiaGpuProfilingActivity) init() {
+	m.data.SetName("nvidia.gpu.profiling.activity")
+	m.data.SetDescription("Profiling activity over the interval from NVML GPM (Hopper and newer; per MIG instance too). Absent where GPM is not supported.")
+	m.data.SetUnit("1")
+	m.data.SetEmptyGauge()
+	m.data.Gauge().DataPoints().EnsureCapacity(m.capacity)
+	m.aggDataPoints = m.aggDataPoints[:0]
+}
+
+func (m *metricNvidiaGpuProfilingActivity) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val float64, nvidiaGpuProfilingMetricAttributeValue string) {
+	if !m.config.Enabled {
+		return
+	}
+
+	dp := pmetric.NewNumberDataPoint()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	if slices.Contains(m.config.EnabledAttributes, NvidiaGpuProfilingActivityMetricAttributeKeyNvidiaGpuProfilingMetric) {
+		dp.Attributes().PutStr("nvidia.gpu.profiling.metric", nvidiaGpuProfilingMetricAttributeValue)
+	}
+
+	var s string
+	dps := m.data.Gauge().DataPoints()
+	for i := 0; i < dps.Len(); i++ {
+		dpi := dps.At(i)
+		if dp.Attributes().Equal(dpi.Attributes()) && dp.StartTimestamp() == dpi.StartTimestamp() && dp.Timestamp() == dpi.Timestamp() {
+			switch s = m.config.AggregationStrategy; s {
+			case AggregationStrategySum, AggregationStrategyAvg:
+				dpi.SetDoubleValue(dpi.DoubleValue() + val)
+				m.aggDataPoints[i] += 1
+				return
+			case AggregationStrategyMin:
+				if dpi.DoubleValue() > val {
+					dpi.SetDoubleValue(val)
+				}
+				return
+			case AggregationStrategyMax:
+				if dpi.DoubleValue() < val {
+					dpi.SetDoubleValue(val)
+				}
+				return
+			}
+		}
+	}
+
+	dp.SetDoubleValue(val)
+	m.aggDataPoints = append(m.aggDataPoints, 1)
+	dp.MoveTo(dps.AppendEmpty())
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricNvidiaGpuProfilingActivity) updateCapacity() {
+	if m.data.Gauge().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Gauge().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricNvidiaGpuProfilingActivity) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Gauge().DataPoints().Len() > 0 {
+		if m.config.AggregationStrategy == AggregationStrategyAvg {
+			for i, aggCount := range m.aggDataPoints {
+				m.data.Gauge().DataPoints().At(i).SetDoubleValue(m.data.Gauge().DataPoints().At(i).DoubleValue() / aggCount)
+			}
+		}
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricNvidiaGpuProfilingActivity(cfg NvidiaGpuProfilingActivityMetricConfig) metricNvidiaGpuProfilingActivity {
+	m := metricNvidiaGpuProfilingActivity{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
+type metricNvidiaGpuProfilingBandwidth struct {
+	data          pmetric.Metric                          // data buffer for generated metric.
+	config        NvidiaGpuProfilingBandwidthMetricConfig // metric config provided by user.
+	capacity      int                                     // max observed number of data points added to the metric.
+	aggDataPoints []float64                               // slice containing number of aggregated datapoints at each index
+}
+
+// init fills nvidia.gpu.profiling.bandwidth metric with initial data.
+func (m *metricNvidiaGpuProfilingBandwidth) init() {
+	m.data.SetName("nvidia.gpu.profiling.bandwidth")
+	m.data.SetDescription("PCIe and NVLink bandwidth over the interval from NVML GPM (Hopper and newer).")
+	m.data.SetUnit("By/s")
+	m.data.SetEmptyGauge()
+	m.data.Gauge().DataPoints().EnsureCapacity(m.capacity)
+	m.aggDataPoints = m.aggDataPoints[:0]
+}
+
+func (m *metricNvidiaGpuProfilingBandwidth) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val float64, nvidiaGpuInterconnectAttributeValue string, networkIoDirectionAttributeValue string) {
+	if !m.config.Enabled {
+		return
+	}
+
+	dp := pmetric.NewNumberDataPoint()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	if slices.Contains(m.config.EnabledAttributes, NvidiaGpuProfilingBandwidthMetricAttributeKeyNvidiaGpuInterconnect) {
+		dp.Attributes().PutStr("nvidia.gpu.interconnect", nvidiaGpuInterconnectAttributeValue)
+	}
+	if slices.Contains(m.config.EnabledAttributes, NvidiaGpuProfilingBandwidthMetricAttributeKeyNetworkIoDirection) {
+		dp.Attributes().PutStr("network.io.direction", networkIoDirectionAttributeValue)
+	}
+
+	var s string
+	dps := m.data.Gauge().DataPoints()
+	for i := 0; i < dps.Len(); i++ {
+		dpi := dps.At(i)
+		if dp.Attributes().Equal(dpi.Attributes()) && dp.StartTimestamp() == dpi.StartTimestamp() && dp.Timestamp() == dpi.Timestamp() {
+			switch s = m.config.AggregationStrategy; s {
+			case AggregationStrategySum, AggregationStrategyAvg:
+				dpi.SetDoubleValue(dpi.DoubleValue() + val)
+				m.aggDataPoints[i] += 1
+				return
+			case AggregationStrategyMin:
+				if dpi.DoubleValue() > val {
+					dpi.SetDoubleValue(val)
+				}
+				return
+			case AggregationStrategyMax:
+				if dpi.DoubleValue() < val {
+					dpi.SetDoubleValue(val)
+				}
+				return
+			}
+		}
+	}
+
+	dp.SetDoubleValue(val)
+	m.aggDataPoints = append(m.aggDataPoints, 1)
+	dp.MoveTo(dps.AppendEmpty())
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricNvidiaGpuProfilingBandwidth) updateCapacity() {
+	if m.data.Gauge().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Gauge().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricNvidiaGpuProfilingBandwidth) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Gauge().DataPoints().Len() > 0 {
+		if m.config.AggregationStrategy == AggregationStrategyAvg {
+			for i, aggCount := range m.aggDataPoints {
+				m.data.Gauge().DataPoints().At(i).SetDoubleValue(m.data.Gauge().DataPoints().At(i).DoubleValue() / aggCount)
+			}
+		}
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricNvidiaGpuProfilingBandwidth(cfg NvidiaGpuProfilingBandwidthMetricConfig) metricNvidiaGpuProfilingBandwidth {
+	m := metricNvidiaGpuProfilingBandwidth{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
+type metricNvidiaGpuXidErrors struct {
+	data          pmetric.Metric                 // data buffer for generated metric.
+	config        NvidiaGpuXidErrorsMetricConfig // metric config provided by user.
+	capacity      int                            // max observed number of data points added to the metric.
+	aggDataPoints []int64                        // slice containing number of aggregated datapoints at each index
+}
+
+// init fills nvidia.gpu.xid.errors metric with initial data.
+func (m *metricNvidiaGpuXidErrors) init() {
+	m.data.SetName("nvidia.gpu.xid.errors")
+	m.data.SetDescription("XID errors the driver reported, per code, since the receiver started (read from NVML's event stream, not polled). Counts only go up; alert on increase().")
+	m.data.SetUnit("{error}")
+	m.data.SetEmptySum()
+	m.data.Sum().SetIsMonotonic(true)
+	m.data.Sum().SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+	m.data.Sum().DataPoints().EnsureCapacity(m.capacity)
+	m.aggDataPoints = m.aggDataPoints[:0]
+}
+
+func (m *metricNvidiaGpuXidErrors) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val int64, nvidiaGpuXidAttributeValue int64) {
+	if !m.config.Enabled {
+		return
+	}
+
+	dp := pmetric.NewNumberDataPoint()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	if slices.Contains(m.config.EnabledAttributes, NvidiaGpuXidErrorsMetricAttributeKeyNvidiaGpuXid) {
+		dp.Attributes().PutInt("nvidia.gpu.xid", nvidiaGpuXidAttributeValue)
+	}
+
+	var s string
+	dps := m.data.Sum().DataPoints()
+	for i := 0; i < dps.Len(); i++ {
+		dpi := dps.At(i)
+		if dp.Attributes().Equal(dpi.Attributes()) && dp.StartTimestamp() == dpi.StartTimestamp() && dp.Timestamp() == dpi.Timestamp() {
+			switch s = m.config.AggregationStrategy; s {
+			case AggregationStrategySum, AggregationStrategyAvg:
+				dpi.SetIntValue(dpi.IntValue() + val)
+				m.aggDataPoints[i] += 1
+				return
+			case AggregationStrategyMin:
+				if dpi.IntValue() > val {
+					dpi.SetIntValue(val)
+				}
+				return
+			case AggregationStrategyMax:
+				if dpi.IntValue() < val {
+					dpi.SetIntValue(val)
+				}
+				return
+			}
+		}
+	}
+
+	dp.SetIntValue(val)
+	m.aggDataPoints = append(m.aggDataPoints, 1)
+	dp.MoveTo(dps.AppendEmpty())
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricNvidiaGpuXidErrors) updateCapacity() {
+	if m.data.Sum().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Sum().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricNvidiaGpuXidErrors) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Sum().DataPoints().Len() > 0 {
+		if m.config.AggregationStrategy == AggregationStrategyAvg {
+			for i, aggCount := range m.aggDataPoints {
+				m.data.Sum().DataPoints().At(i).SetIntValue(m.data.Sum().DataPoints().At(i).IntValue() / aggCount)
+			}
+		}
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricNvidiaGpuXidErrors(cfg NvidiaGpuXidErrorsMetricConfig) metricNvidiaGpuXidErrors {
+	m := metricNvidiaGpuXidErrors{config: cfg}
 
 	if cfg.Enabled {
 		m.data = pmetric.NewMetric()
@@ -1166,28 +3577,53 @@ func newMetricNvidiaNvmlInitErrors(cfg NvidiaNvmlInitErrorsMetricConfig) metricN
 // MetricsBuilder provides an interface for scrapers to report metrics while taking care of all the transformations
 // required to produce metric representation defined in metadata and user config.
 type MetricsBuilder struct {
-	config                               MetricsBuilderConfig // config of the metrics builder.
-	startTime                            pcommon.Timestamp    // start time that will be applied to all recorded data points.
-	metricsCapacity                      int                  // maximum observed number of metrics per resource.
-	metricsBuffer                        pmetric.Metrics      // accumulates metrics data before emitting.
-	buildInfo                            component.BuildInfo  // contains version information.
-	resourceAttributeIncludeFilter       map[string]filter.Filter
-	resourceAttributeExcludeFilter       map[string]filter.Filter
-	metricHwEnergy                       metricHwEnergy
-	metricHwGpuMemoryLimit               metricHwGpuMemoryLimit
-	metricHwGpuMemoryUsage               metricHwGpuMemoryUsage
-	metricHwGpuUtilization               metricHwGpuUtilization
-	metricHwPower                        metricHwPower
-	metricHwTemperature                  metricHwTemperature
-	metricNvidiaGpuClockFrequency        metricNvidiaGpuClockFrequency
-	metricNvidiaGpuCount                 metricNvidiaGpuCount
-	metricNvidiaGpuMemoryFree            metricNvidiaGpuMemoryFree
-	metricNvidiaGpuMemoryReserved        metricNvidiaGpuMemoryReserved
-	metricNvidiaGpuMemoryCopyUtilization metricNvidiaGpuMemoryCopyUtilization
-	metricNvidiaGpuPcieReplays           metricNvidiaGpuPcieReplays
-	metricNvidiaGpuPowerLimit            metricNvidiaGpuPowerLimit
-	metricNvidiaNvmlAvailable            metricNvidiaNvmlAvailable
-	metricNvidiaNvmlInitErrors           metricNvidiaNvmlInitErrors
+	config                                   MetricsBuilderConfig // config of the metrics builder.
+	startTime                                pcommon.Timestamp    // start time that will be applied to all recorded data points.
+	metricsCapacity                          int                  // maximum observed number of metrics per resource.
+	metricsBuffer                            pmetric.Metrics      // accumulates metrics data before emitting.
+	buildInfo                                component.BuildInfo  // contains version information.
+	resourceAttributeIncludeFilter           map[string]filter.Filter
+	resourceAttributeExcludeFilter           map[string]filter.Filter
+	metricHwEnergy                           metricHwEnergy
+	metricHwErrors                           metricHwErrors
+	metricHwGpuIo                            metricHwGpuIo
+	metricHwGpuMemoryLimit                   metricHwGpuMemoryLimit
+	metricHwGpuMemoryUsage                   metricHwGpuMemoryUsage
+	metricHwGpuUtilization                   metricHwGpuUtilization
+	metricHwPower                            metricHwPower
+	metricHwStatus                           metricHwStatus
+	metricHwTemperature                      metricHwTemperature
+	metricHwTemperatureLimit                 metricHwTemperatureLimit
+	metricNvidiaGpuClockFrequency            metricNvidiaGpuClockFrequency
+	metricNvidiaGpuClockEventActive          metricNvidiaGpuClockEventActive
+	metricNvidiaGpuClockEventDuration        metricNvidiaGpuClockEventDuration
+	metricNvidiaGpuCount                     metricNvidiaGpuCount
+	metricNvidiaGpuFanSpeed                  metricNvidiaGpuFanSpeed
+	metricNvidiaGpuMemoryFree                metricNvidiaGpuMemoryFree
+	metricNvidiaGpuMemoryRemapFailed         metricNvidiaGpuMemoryRemapFailed
+	metricNvidiaGpuMemoryRemapPending        metricNvidiaGpuMemoryRemapPending
+	metricNvidiaGpuMemoryRemappedRows        metricNvidiaGpuMemoryRemappedRows
+	metricNvidiaGpuMemoryReserved            metricNvidiaGpuMemoryReserved
+	metricNvidiaGpuMemoryRetiredPages        metricNvidiaGpuMemoryRetiredPages
+	metricNvidiaGpuMemoryRetiredPagesPending metricNvidiaGpuMemoryRetiredPagesPending
+	metricNvidiaGpuMemoryCopyUtilization     metricNvidiaGpuMemoryCopyUtilization
+	metricNvidiaGpuNvlinkErrors              metricNvidiaGpuNvlinkErrors
+	metricNvidiaGpuNvlinkIo                  metricNvidiaGpuNvlinkIo
+	metricNvidiaGpuNvlinkState               metricNvidiaGpuNvlinkState
+	metricNvidiaGpuPcieLinkGeneration        metricNvidiaGpuPcieLinkGeneration
+	metricNvidiaGpuPcieLinkGenerationMax     metricNvidiaGpuPcieLinkGenerationMax
+	metricNvidiaGpuPcieLinkWidth             metricNvidiaGpuPcieLinkWidth
+	metricNvidiaGpuPcieLinkWidthMax          metricNvidiaGpuPcieLinkWidthMax
+	metricNvidiaGpuPcieReplays               metricNvidiaGpuPcieReplays
+	metricNvidiaGpuPerformanceState          metricNvidiaGpuPerformanceState
+	metricNvidiaGpuPowerLimit                metricNvidiaGpuPowerLimit
+	metricNvidiaGpuProcessMemoryUsage        metricNvidiaGpuProcessMemoryUsage
+	metricNvidiaGpuProcessUtilization        metricNvidiaGpuProcessUtilization
+	metricNvidiaGpuProfilingActivity         metricNvidiaGpuProfilingActivity
+	metricNvidiaGpuProfilingBandwidth        metricNvidiaGpuProfilingBandwidth
+	metricNvidiaGpuXidErrors                 metricNvidiaGpuXidErrors
+	metricNvidiaNvmlAvailable                metricNvidiaNvmlAvailable
+	metricNvidiaNvmlInitErrors               metricNvidiaNvmlInitErrors
 }
 
 // MetricBuilderOption applies changes to default metrics builder.
@@ -1209,27 +3645,52 @@ func WithStartTime(startTime pcommon.Timestamp) MetricBuilderOption {
 }
 func NewMetricsBuilder(mbc MetricsBuilderConfig, settings receiver.Settings, options ...MetricBuilderOption) *MetricsBuilder {
 	mb := &MetricsBuilder{
-		config:                               mbc,
-		startTime:                            pcommon.NewTimestampFromTime(time.Now()),
-		metricsBuffer:                        pmetric.NewMetrics(),
-		buildInfo:                            settings.BuildInfo,
-		metricHwEnergy:                       newMetricHwEnergy(mbc.Metrics.HwEnergy),
-		metricHwGpuMemoryLimit:               newMetricHwGpuMemoryLimit(mbc.Metrics.HwGpuMemoryLimit),
-		metricHwGpuMemoryUsage:               newMetricHwGpuMemoryUsage(mbc.Metrics.HwGpuMemoryUsage),
-		metricHwGpuUtilization:               newMetricHwGpuUtilization(mbc.Metrics.HwGpuUtilization),
-		metricHwPower:                        newMetricHwPower(mbc.Metrics.HwPower),
-		metricHwTemperature:                  newMetricHwTemperature(mbc.Metrics.HwTemperature),
-		metricNvidiaGpuClockFrequency:        newMetricNvidiaGpuClockFrequency(mbc.Metrics.NvidiaGpuClockFrequency),
-		metricNvidiaGpuCount:                 newMetricNvidiaGpuCount(mbc.Metrics.NvidiaGpuCount),
-		metricNvidiaGpuMemoryFree:            newMetricNvidiaGpuMemoryFree(mbc.Metrics.NvidiaGpuMemoryFree),
-		metricNvidiaGpuMemoryReserved:        newMetricNvidiaGpuMemoryReserved(mbc.Metrics.NvidiaGpuMemoryReserved),
-		metricNvidiaGpuMemoryCopyUtilization: newMetricNvidiaGpuMemoryCopyUtilization(mbc.Metrics.NvidiaGpuMemoryCopyUtilization),
-		metricNvidiaGpuPcieReplays:           newMetricNvidiaGpuPcieReplays(mbc.Metrics.NvidiaGpuPcieReplays),
-		metricNvidiaGpuPowerLimit:            newMetricNvidiaGpuPowerLimit(mbc.Metrics.NvidiaGpuPowerLimit),
-		metricNvidiaNvmlAvailable:            newMetricNvidiaNvmlAvailable(mbc.Metrics.NvidiaNvmlAvailable),
-		metricNvidiaNvmlInitErrors:           newMetricNvidiaNvmlInitErrors(mbc.Metrics.NvidiaNvmlInitErrors),
-		resourceAttributeIncludeFilter:       make(map[string]filter.Filter),
-		resourceAttributeExcludeFilter:       make(map[string]filter.Filter),
+		config:                                   mbc,
+		startTime:                                pcommon.NewTimestampFromTime(time.Now()),
+		metricsBuffer:                            pmetric.NewMetrics(),
+		buildInfo:                                settings.BuildInfo,
+		metricHwEnergy:                           newMetricHwEnergy(mbc.Metrics.HwEnergy),
+		metricHwErrors:                           newMetricHwErrors(mbc.Metrics.HwErrors),
+		metricHwGpuIo:                            newMetricHwGpuIo(mbc.Metrics.HwGpuIo),
+		metricHwGpuMemoryLimit:                   newMetricHwGpuMemoryLimit(mbc.Metrics.HwGpuMemoryLimit),
+		metricHwGpuMemoryUsage:                   newMetricHwGpuMemoryUsage(mbc.Metrics.HwGpuMemoryUsage),
+		metricHwGpuUtilization:                   newMetricHwGpuUtilization(mbc.Metrics.HwGpuUtilization),
+		metricHwPower:                            newMetricHwPower(mbc.Metrics.HwPower),
+		metricHwStatus:                           newMetricHwStatus(mbc.Metrics.HwStatus),
+		metricHwTemperature:                      newMetricHwTemperature(mbc.Metrics.HwTemperature),
+		metricHwTemperatureLimit:                 newMetricHwTemperatureLimit(mbc.Metrics.HwTemperatureLimit),
+		metricNvidiaGpuClockFrequency:            newMetricNvidiaGpuClockFrequency(mbc.Metrics.NvidiaGpuClockFrequency),
+		metricNvidiaGpuClockEventActive:          newMetricNvidiaGpuClockEventActive(mbc.Metrics.NvidiaGpuClockEventActive),
+		metricNvidiaGpuClockEventDuration:        newMetricNvidiaGpuClockEventDuration(mbc.Metrics.NvidiaGpuClockEventDuration),
+		metricNvidiaGpuCount:                     newMetricNvidiaGpuCount(mbc.Metrics.NvidiaGpuCount),
+		metricNvidiaGpuFanSpeed:                  newMetricNvidiaGpuFanSpeed(mbc.Metrics.NvidiaGpuFanSpeed),
+		metricNvidiaGpuMemoryFree:                newMetricNvidiaGpuMemoryFree(mbc.Metrics.NvidiaGpuMemoryFree),
+		metricNvidiaGpuMemoryRemapFailed:         newMetricNvidiaGpuMemoryRemapFailed(mbc.Metrics.NvidiaGpuMemoryRemapFailed),
+		metricNvidiaGpuMemoryRemapPending:        newMetricNvidiaGpuMemoryRemapPending(mbc.Metrics.NvidiaGpuMemoryRemapPending),
+		metricNvidiaGpuMemoryRemappedRows:        newMetricNvidiaGpuMemoryRemappedRows(mbc.Metrics.NvidiaGpuMemoryRemappedRows),
+		metricNvidiaGpuMemoryReserved:            newMetricNvidiaGpuMemoryReserved(mbc.Metrics.NvidiaGpuMemoryReserved),
+		metricNvidiaGpuMemoryRetiredPages:        newMetricNvidiaGpuMemoryRetiredPages(mbc.Metrics.NvidiaGpuMemoryRetiredPages),
+		metricNvidiaGpuMemoryRetiredPagesPending: newMetricNvidiaGpuMemoryRetiredPagesPending(mbc.Metrics.NvidiaGpuMemoryRetiredPagesPending),
+		metricNvidiaGpuMemoryCopyUtilization:     newMetricNvidiaGpuMemoryCopyUtilization(mbc.Metrics.NvidiaGpuMemoryCopyUtilization),
+		metricNvidiaGpuNvlinkErrors:              newMetricNvidiaGpuNvlinkErrors(mbc.Metrics.NvidiaGpuNvlinkErrors),
+		metricNvidiaGpuNvlinkIo:                  newMetricNvidiaGpuNvlinkIo(mbc.Metrics.NvidiaGpuNvlinkIo),
+		metricNvidiaGpuNvlinkState:               newMetricNvidiaGpuNvlinkState(mbc.Metrics.NvidiaGpuNvlinkState),
+		metricNvidiaGpuPcieLinkGeneration:        newMetricNvidiaGpuPcieLinkGeneration(mbc.Metrics.NvidiaGpuPcieLinkGeneration),
+		metricNvidiaGpuPcieLinkGenerationMax:     newMetricNvidiaGpuPcieLinkGenerationMax(mbc.Metrics.NvidiaGpuPcieLinkGenerationMax),
+		metricNvidiaGpuPcieLinkWidth:             newMetricNvidiaGpuPcieLinkWidth(mbc.Metrics.NvidiaGpuPcieLinkWidth),
+		metricNvidiaGpuPcieLinkWidthMax:          newMetricNvidiaGpuPcieLinkWidthMax(mbc.Metrics.NvidiaGpuPcieLinkWidthMax),
+		metricNvidiaGpuPcieReplays:               newMetricNvidiaGpuPcieReplays(mbc.Metrics.NvidiaGpuPcieReplays),
+		metricNvidiaGpuPerformanceState:          newMetricNvidiaGpuPerformanceState(mbc.Metrics.NvidiaGpuPerformanceState),
+		metricNvidiaGpuPowerLimit:                newMetricNvidiaGpuPowerLimit(mbc.Metrics.NvidiaGpuPowerLimit),
+		metricNvidiaGpuProcessMemoryUsage:        newMetricNvidiaGpuProcessMemoryUsage(mbc.Metrics.NvidiaGpuProcessMemoryUsage),
+		metricNvidiaGpuProcessUtilization:        newMetricNvidiaGpuProcessUtilization(mbc.Metrics.NvidiaGpuProcessUtilization),
+		metricNvidiaGpuProfilingActivity:         newMetricNvidiaGpuProfilingActivity(mbc.Metrics.NvidiaGpuProfilingActivity),
+		metricNvidiaGpuProfilingBandwidth:        newMetricNvidiaGpuProfilingBandwidth(mbc.Metrics.NvidiaGpuProfilingBandwidth),
+		metricNvidiaGpuXidErrors:                 newMetricNvidiaGpuXidErrors(mbc.Metrics.NvidiaGpuXidErrors),
+		metricNvidiaNvmlAvailable:                newMetricNvidiaNvmlAvailable(mbc.Metrics.NvidiaNvmlAvailable),
+		metricNvidiaNvmlInitErrors:               newMetricNvidiaNvmlInitErrors(mbc.Metrics.NvidiaNvmlInitErrors),
+		resourceAttributeIncludeFilter:           make(map[string]filter.Filter),
+		resourceAttributeExcludeFilter:           make(map[string]filter.Filter),
 	}
 	if mbc.ResourceAttributes.HostName.MetricsInclude != nil {
 		mb.resourceAttributeIncludeFilter["host.name"] = filter.CreateFilter(mbc.ResourceAttributes.HostName.MetricsInclude)
@@ -1255,6 +3716,12 @@ func NewMetricsBuilder(mbc MetricsBuilderConfig, settings receiver.Settings, opt
 	if mbc.ResourceAttributes.HwModel.MetricsExclude != nil {
 		mb.resourceAttributeExcludeFilter["hw.model"] = filter.CreateFilter(mbc.ResourceAttributes.HwModel.MetricsExclude)
 	}
+	if mbc.ResourceAttributes.HwParent.MetricsInclude != nil {
+		mb.resourceAttributeIncludeFilter["hw.parent"] = filter.CreateFilter(mbc.ResourceAttributes.HwParent.MetricsInclude)
+	}
+	if mbc.ResourceAttributes.HwParent.MetricsExclude != nil {
+		mb.resourceAttributeExcludeFilter["hw.parent"] = filter.CreateFilter(mbc.ResourceAttributes.HwParent.MetricsExclude)
+	}
 	if mbc.ResourceAttributes.HwType.MetricsInclude != nil {
 		mb.resourceAttributeIncludeFilter["hw.type"] = filter.CreateFilter(mbc.ResourceAttributes.HwType.MetricsInclude)
 	}
@@ -1278,6 +3745,48 @@ func NewMetricsBuilder(mbc MetricsBuilderConfig, settings receiver.Settings, opt
 	}
 	if mbc.ResourceAttributes.NvidiaGpuPciBusID.MetricsExclude != nil {
 		mb.resourceAttributeExcludeFilter["nvidia.gpu.pci_bus_id"] = filter.CreateFilter(mbc.ResourceAttributes.NvidiaGpuPciBusID.MetricsExclude)
+	}
+	if mbc.ResourceAttributes.NvidiaGpuProcessType.MetricsInclude != nil {
+		mb.resourceAttributeIncludeFilter["nvidia.gpu.process.type"] = filter.CreateFilter(mbc.ResourceAttributes.NvidiaGpuProcessType.MetricsInclude)
+	}
+	if mbc.ResourceAttributes.NvidiaGpuProcessType.MetricsExclude != nil {
+		mb.resourceAttributeExcludeFilter["nvidia.gpu.process.type"] = filter.CreateFilter(mbc.ResourceAttributes.NvidiaGpuProcessType.MetricsExclude)
+	}
+	if mbc.ResourceAttributes.NvidiaMigComputeInstanceID.MetricsInclude != nil {
+		mb.resourceAttributeIncludeFilter["nvidia.mig.compute_instance_id"] = filter.CreateFilter(mbc.ResourceAttributes.NvidiaMigComputeInstanceID.MetricsInclude)
+	}
+	if mbc.ResourceAttributes.NvidiaMigComputeInstanceID.MetricsExclude != nil {
+		mb.resourceAttributeExcludeFilter["nvidia.mig.compute_instance_id"] = filter.CreateFilter(mbc.ResourceAttributes.NvidiaMigComputeInstanceID.MetricsExclude)
+	}
+	if mbc.ResourceAttributes.NvidiaMigGpuInstanceID.MetricsInclude != nil {
+		mb.resourceAttributeIncludeFilter["nvidia.mig.gpu_instance_id"] = filter.CreateFilter(mbc.ResourceAttributes.NvidiaMigGpuInstanceID.MetricsInclude)
+	}
+	if mbc.ResourceAttributes.NvidiaMigGpuInstanceID.MetricsExclude != nil {
+		mb.resourceAttributeExcludeFilter["nvidia.mig.gpu_instance_id"] = filter.CreateFilter(mbc.ResourceAttributes.NvidiaMigGpuInstanceID.MetricsExclude)
+	}
+	if mbc.ResourceAttributes.NvidiaMigProfile.MetricsInclude != nil {
+		mb.resourceAttributeIncludeFilter["nvidia.mig.profile"] = filter.CreateFilter(mbc.ResourceAttributes.NvidiaMigProfile.MetricsInclude)
+	}
+	if mbc.ResourceAttributes.NvidiaMigProfile.MetricsExclude != nil {
+		mb.resourceAttributeExcludeFilter["nvidia.mig.profile"] = filter.CreateFilter(mbc.ResourceAttributes.NvidiaMigProfile.MetricsExclude)
+	}
+	if mbc.ResourceAttributes.NvidiaMigUUID.MetricsInclude != nil {
+		mb.resourceAttributeIncludeFilter["nvidia.mig.uuid"] = filter.CreateFilter(mbc.ResourceAttributes.NvidiaMigUUID.MetricsInclude)
+	}
+	if mbc.ResourceAttributes.NvidiaMigUUID.MetricsExclude != nil {
+		mb.resourceAttributeExcludeFilter["nvidia.mig.uuid"] = filter.CreateFilter(mbc.ResourceAttributes.NvidiaMigUUID.MetricsExclude)
+	}
+	if mbc.ResourceAttributes.ProcessExecutableName.MetricsInclude != nil {
+		mb.resourceAttributeIncludeFilter["process.executable.name"] = filter.CreateFilter(mbc.ResourceAttributes.ProcessExecutableName.MetricsInclude)
+	}
+	if mbc.ResourceAttributes.ProcessExecutableName.MetricsExclude != nil {
+		mb.resourceAttributeExcludeFilter["process.executable.name"] = filter.CreateFilter(mbc.ResourceAttributes.ProcessExecutableName.MetricsExclude)
+	}
+	if mbc.ResourceAttributes.ProcessPid.MetricsInclude != nil {
+		mb.resourceAttributeIncludeFilter["process.pid"] = filter.CreateFilter(mbc.ResourceAttributes.ProcessPid.MetricsInclude)
+	}
+	if mbc.ResourceAttributes.ProcessPid.MetricsExclude != nil {
+		mb.resourceAttributeExcludeFilter["process.pid"] = filter.CreateFilter(mbc.ResourceAttributes.ProcessPid.MetricsExclude)
 	}
 
 	for _, op := range options {
@@ -1350,18 +3859,43 @@ func (mb *MetricsBuilder) EmitForResource(options ...ResourceMetricsOption) {
 	ils.Scope().SetVersion(mb.buildInfo.Version)
 	ils.Metrics().EnsureCapacity(mb.metricsCapacity)
 	mb.metricHwEnergy.emit(ils.Metrics())
+	mb.metricHwErrors.emit(ils.Metrics())
+	mb.metricHwGpuIo.emit(ils.Metrics())
 	mb.metricHwGpuMemoryLimit.emit(ils.Metrics())
 	mb.metricHwGpuMemoryUsage.emit(ils.Metrics())
 	mb.metricHwGpuUtilization.emit(ils.Metrics())
 	mb.metricHwPower.emit(ils.Metrics())
+	mb.metricHwStatus.emit(ils.Metrics())
 	mb.metricHwTemperature.emit(ils.Metrics())
+	mb.metricHwTemperatureLimit.emit(ils.Metrics())
 	mb.metricNvidiaGpuClockFrequency.emit(ils.Metrics())
+	mb.metricNvidiaGpuClockEventActive.emit(ils.Metrics())
+	mb.metricNvidiaGpuClockEventDuration.emit(ils.Metrics())
 	mb.metricNvidiaGpuCount.emit(ils.Metrics())
+	mb.metricNvidiaGpuFanSpeed.emit(ils.Metrics())
 	mb.metricNvidiaGpuMemoryFree.emit(ils.Metrics())
+	mb.metricNvidiaGpuMemoryRemapFailed.emit(ils.Metrics())
+	mb.metricNvidiaGpuMemoryRemapPending.emit(ils.Metrics())
+	mb.metricNvidiaGpuMemoryRemappedRows.emit(ils.Metrics())
 	mb.metricNvidiaGpuMemoryReserved.emit(ils.Metrics())
+	mb.metricNvidiaGpuMemoryRetiredPages.emit(ils.Metrics())
+	mb.metricNvidiaGpuMemoryRetiredPagesPending.emit(ils.Metrics())
 	mb.metricNvidiaGpuMemoryCopyUtilization.emit(ils.Metrics())
+	mb.metricNvidiaGpuNvlinkErrors.emit(ils.Metrics())
+	mb.metricNvidiaGpuNvlinkIo.emit(ils.Metrics())
+	mb.metricNvidiaGpuNvlinkState.emit(ils.Metrics())
+	mb.metricNvidiaGpuPcieLinkGeneration.emit(ils.Metrics())
+	mb.metricNvidiaGpuPcieLinkGenerationMax.emit(ils.Metrics())
+	mb.metricNvidiaGpuPcieLinkWidth.emit(ils.Metrics())
+	mb.metricNvidiaGpuPcieLinkWidthMax.emit(ils.Metrics())
 	mb.metricNvidiaGpuPcieReplays.emit(ils.Metrics())
+	mb.metricNvidiaGpuPerformanceState.emit(ils.Metrics())
 	mb.metricNvidiaGpuPowerLimit.emit(ils.Metrics())
+	mb.metricNvidiaGpuProcessMemoryUsage.emit(ils.Metrics())
+	mb.metricNvidiaGpuProcessUtilization.emit(ils.Metrics())
+	mb.metricNvidiaGpuProfilingActivity.emit(ils.Metrics())
+	mb.metricNvidiaGpuProfilingBandwidth.emit(ils.Metrics())
+	mb.metricNvidiaGpuXidErrors.emit(ils.Metrics())
 	mb.metricNvidiaNvmlAvailable.emit(ils.Metrics())
 	mb.metricNvidiaNvmlInitErrors.emit(ils.Metrics())
 
@@ -1400,6 +3934,16 @@ func (mb *MetricsBuilder) RecordHwEnergyDataPoint(ts pcommon.Timestamp, val floa
 	mb.metricHwEnergy.recordDataPoint(mb.startTime, ts, val)
 }
 
+// RecordHwErrorsDataPoint adds a data point to hw.errors metric.
+func (mb *MetricsBuilder) RecordHwErrorsDataPoint(ts pcommon.Timestamp, val int64, errorTypeAttributeValue AttributeErrorType, nvidiaGpuEccCounterTypeAttributeValue AttributeNvidiaGpuEccCounterType) {
+	mb.metricHwErrors.recordDataPoint(mb.startTime, ts, val, errorTypeAttributeValue.String(), nvidiaGpuEccCounterTypeAttributeValue.String())
+}
+
+// RecordHwGpuIoDataPoint adds a data point to hw.gpu.io metric.
+func (mb *MetricsBuilder) RecordHwGpuIoDataPoint(ts pcommon.Timestamp, val int64, networkIoDirectionAttributeValue AttributeNetworkIoDirection) {
+	mb.metricHwGpuIo.recordDataPoint(mb.startTime, ts, val, networkIoDirectionAttributeValue.String())
+}
+
 // RecordHwGpuMemoryLimitDataPoint adds a data point to hw.gpu.memory.limit metric.
 func (mb *MetricsBuilder) RecordHwGpuMemoryLimitDataPoint(ts pcommon.Timestamp, val int64) {
 	mb.metricHwGpuMemoryLimit.recordDataPoint(mb.startTime, ts, val)
@@ -1420,9 +3964,19 @@ func (mb *MetricsBuilder) RecordHwPowerDataPoint(ts pcommon.Timestamp, val float
 	mb.metricHwPower.recordDataPoint(mb.startTime, ts, val)
 }
 
+// RecordHwStatusDataPoint adds a data point to hw.status metric.
+func (mb *MetricsBuilder) RecordHwStatusDataPoint(ts pcommon.Timestamp, val int64, hwStateAttributeValue AttributeHwState) {
+	mb.metricHwStatus.recordDataPoint(mb.startTime, ts, val, hwStateAttributeValue.String())
+}
+
 // RecordHwTemperatureDataPoint adds a data point to hw.temperature metric.
 func (mb *MetricsBuilder) RecordHwTemperatureDataPoint(ts pcommon.Timestamp, val float64, hwSensorLocationAttributeValue AttributeHwSensorLocation) {
 	mb.metricHwTemperature.recordDataPoint(mb.startTime, ts, val, hwSensorLocationAttributeValue.String())
+}
+
+// RecordHwTemperatureLimitDataPoint adds a data point to hw.temperature.limit metric.
+func (mb *MetricsBuilder) RecordHwTemperatureLimitDataPoint(ts pcommon.Timestamp, val float64, hwSensorLocationAttributeValue AttributeHwSensorLocation, hwLimitTypeAttributeValue AttributeHwLimitType) {
+	mb.metricHwTemperatureLimit.recordDataPoint(mb.startTime, ts, val, hwSensorLocationAttributeValue.String(), hwLimitTypeAttributeValue.String())
 }
 
 // RecordNvidiaGpuClockFrequencyDataPoint adds a data point to nvidia.gpu.clock.frequency metric.
@@ -1430,9 +3984,24 @@ func (mb *MetricsBuilder) RecordNvidiaGpuClockFrequencyDataPoint(ts pcommon.Time
 	mb.metricNvidiaGpuClockFrequency.recordDataPoint(mb.startTime, ts, val, nvidiaGpuClockTypeAttributeValue.String())
 }
 
+// RecordNvidiaGpuClockEventActiveDataPoint adds a data point to nvidia.gpu.clock_event.active metric.
+func (mb *MetricsBuilder) RecordNvidiaGpuClockEventActiveDataPoint(ts pcommon.Timestamp, val int64, nvidiaGpuClockEventReasonAttributeValue AttributeNvidiaGpuClockEventReason) {
+	mb.metricNvidiaGpuClockEventActive.recordDataPoint(mb.startTime, ts, val, nvidiaGpuClockEventReasonAttributeValue.String())
+}
+
+// RecordNvidiaGpuClockEventDurationDataPoint adds a data point to nvidia.gpu.clock_event.duration metric.
+func (mb *MetricsBuilder) RecordNvidiaGpuClockEventDurationDataPoint(ts pcommon.Timestamp, val float64, nvidiaGpuClockEventCauseAttributeValue AttributeNvidiaGpuClockEventCause) {
+	mb.metricNvidiaGpuClockEventDuration.recordDataPoint(mb.startTime, ts, val, nvidiaGpuClockEventCauseAttributeValue.String())
+}
+
 // RecordNvidiaGpuCountDataPoint adds a data point to nvidia.gpu.count metric.
 func (mb *MetricsBuilder) RecordNvidiaGpuCountDataPoint(ts pcommon.Timestamp, val int64) {
 	mb.metricNvidiaGpuCount.recordDataPoint(mb.startTime, ts, val)
+}
+
+// RecordNvidiaGpuFanSpeedDataPoint adds a data point to nvidia.gpu.fan.speed metric.
+func (mb *MetricsBuilder) RecordNvidiaGpuFanSpeedDataPoint(ts pcommon.Timestamp, val float64) {
+	mb.metricNvidiaGpuFanSpeed.recordDataPoint(mb.startTime, ts, val)
 }
 
 // RecordNvidiaGpuMemoryFreeDataPoint adds a data point to nvidia.gpu.memory.free metric.
@@ -1440,9 +4009,34 @@ func (mb *MetricsBuilder) RecordNvidiaGpuMemoryFreeDataPoint(ts pcommon.Timestam
 	mb.metricNvidiaGpuMemoryFree.recordDataPoint(mb.startTime, ts, val)
 }
 
+// RecordNvidiaGpuMemoryRemapFailedDataPoint adds a data point to nvidia.gpu.memory.remap.failed metric.
+func (mb *MetricsBuilder) RecordNvidiaGpuMemoryRemapFailedDataPoint(ts pcommon.Timestamp, val int64) {
+	mb.metricNvidiaGpuMemoryRemapFailed.recordDataPoint(mb.startTime, ts, val)
+}
+
+// RecordNvidiaGpuMemoryRemapPendingDataPoint adds a data point to nvidia.gpu.memory.remap.pending metric.
+func (mb *MetricsBuilder) RecordNvidiaGpuMemoryRemapPendingDataPoint(ts pcommon.Timestamp, val int64) {
+	mb.metricNvidiaGpuMemoryRemapPending.recordDataPoint(mb.startTime, ts, val)
+}
+
+// RecordNvidiaGpuMemoryRemappedRowsDataPoint adds a data point to nvidia.gpu.memory.remapped_rows metric.
+func (mb *MetricsBuilder) RecordNvidiaGpuMemoryRemappedRowsDataPoint(ts pcommon.Timestamp, val int64, errorTypeAttributeValue AttributeErrorType) {
+	mb.metricNvidiaGpuMemoryRemappedRows.recordDataPoint(mb.startTime, ts, val, errorTypeAttributeValue.String())
+}
+
 // RecordNvidiaGpuMemoryReservedDataPoint adds a data point to nvidia.gpu.memory.reserved metric.
 func (mb *MetricsBuilder) RecordNvidiaGpuMemoryReservedDataPoint(ts pcommon.Timestamp, val int64) {
 	mb.metricNvidiaGpuMemoryReserved.recordDataPoint(mb.startTime, ts, val)
+}
+
+// RecordNvidiaGpuMemoryRetiredPagesDataPoint adds a data point to nvidia.gpu.memory.retired_pages metric.
+func (mb *MetricsBuilder) RecordNvidiaGpuMemoryRetiredPagesDataPoint(ts pcommon.Timestamp, val int64, nvidiaGpuRetiredPagesCauseAttributeValue AttributeNvidiaGpuRetiredPagesCause) {
+	mb.metricNvidiaGpuMemoryRetiredPages.recordDataPoint(mb.startTime, ts, val, nvidiaGpuRetiredPagesCauseAttributeValue.String())
+}
+
+// RecordNvidiaGpuMemoryRetiredPagesPendingDataPoint adds a data point to nvidia.gpu.memory.retired_pages.pending metric.
+func (mb *MetricsBuilder) RecordNvidiaGpuMemoryRetiredPagesPendingDataPoint(ts pcommon.Timestamp, val int64) {
+	mb.metricNvidiaGpuMemoryRetiredPagesPending.recordDataPoint(mb.startTime, ts, val)
 }
 
 // RecordNvidiaGpuMemoryCopyUtilizationDataPoint adds a data point to nvidia.gpu.memory_copy.utilization metric.
@@ -1450,14 +4044,79 @@ func (mb *MetricsBuilder) RecordNvidiaGpuMemoryCopyUtilizationDataPoint(ts pcomm
 	mb.metricNvidiaGpuMemoryCopyUtilization.recordDataPoint(mb.startTime, ts, val)
 }
 
+// RecordNvidiaGpuNvlinkErrorsDataPoint adds a data point to nvidia.gpu.nvlink.errors metric.
+func (mb *MetricsBuilder) RecordNvidiaGpuNvlinkErrorsDataPoint(ts pcommon.Timestamp, val int64, nvidiaGpuNvlinkLinkAttributeValue int64, nvidiaGpuNvlinkErrorTypeAttributeValue AttributeNvidiaGpuNvlinkErrorType) {
+	mb.metricNvidiaGpuNvlinkErrors.recordDataPoint(mb.startTime, ts, val, nvidiaGpuNvlinkLinkAttributeValue, nvidiaGpuNvlinkErrorTypeAttributeValue.String())
+}
+
+// RecordNvidiaGpuNvlinkIoDataPoint adds a data point to nvidia.gpu.nvlink.io metric.
+func (mb *MetricsBuilder) RecordNvidiaGpuNvlinkIoDataPoint(ts pcommon.Timestamp, val int64, nvidiaGpuNvlinkLinkAttributeValue int64, networkIoDirectionAttributeValue AttributeNetworkIoDirection) {
+	mb.metricNvidiaGpuNvlinkIo.recordDataPoint(mb.startTime, ts, val, nvidiaGpuNvlinkLinkAttributeValue, networkIoDirectionAttributeValue.String())
+}
+
+// RecordNvidiaGpuNvlinkStateDataPoint adds a data point to nvidia.gpu.nvlink.state metric.
+func (mb *MetricsBuilder) RecordNvidiaGpuNvlinkStateDataPoint(ts pcommon.Timestamp, val int64, nvidiaGpuNvlinkLinkAttributeValue int64) {
+	mb.metricNvidiaGpuNvlinkState.recordDataPoint(mb.startTime, ts, val, nvidiaGpuNvlinkLinkAttributeValue)
+}
+
+// RecordNvidiaGpuPcieLinkGenerationDataPoint adds a data point to nvidia.gpu.pcie.link.generation metric.
+func (mb *MetricsBuilder) RecordNvidiaGpuPcieLinkGenerationDataPoint(ts pcommon.Timestamp, val int64) {
+	mb.metricNvidiaGpuPcieLinkGeneration.recordDataPoint(mb.startTime, ts, val)
+}
+
+// RecordNvidiaGpuPcieLinkGenerationMaxDataPoint adds a data point to nvidia.gpu.pcie.link.generation.max metric.
+func (mb *MetricsBuilder) RecordNvidiaGpuPcieLinkGenerationMaxDataPoint(ts pcommon.Timestamp, val int64) {
+	mb.metricNvidiaGpuPcieLinkGenerationMax.recordDataPoint(mb.startTime, ts, val)
+}
+
+// RecordNvidiaGpuPcieLinkWidthDataPoint adds a data point to nvidia.gpu.pcie.link.width metric.
+func (mb *MetricsBuilder) RecordNvidiaGpuPcieLinkWidthDataPoint(ts pcommon.Timestamp, val int64) {
+	mb.metricNvidiaGpuPcieLinkWidth.recordDataPoint(mb.startTime, ts, val)
+}
+
+// RecordNvidiaGpuPcieLinkWidthMaxDataPoint adds a data point to nvidia.gpu.pcie.link.width.max metric.
+func (mb *MetricsBuilder) RecordNvidiaGpuPcieLinkWidthMaxDataPoint(ts pcommon.Timestamp, val int64) {
+	mb.metricNvidiaGpuPcieLinkWidthMax.recordDataPoint(mb.startTime, ts, val)
+}
+
 // RecordNvidiaGpuPcieReplaysDataPoint adds a data point to nvidia.gpu.pcie.replays metric.
 func (mb *MetricsBuilder) RecordNvidiaGpuPcieReplaysDataPoint(ts pcommon.Timestamp, val int64) {
 	mb.metricNvidiaGpuPcieReplays.recordDataPoint(mb.startTime, ts, val)
 }
 
+// RecordNvidiaGpuPerformanceStateDataPoint adds a data point to nvidia.gpu.performance_state metric.
+func (mb *MetricsBuilder) RecordNvidiaGpuPerformanceStateDataPoint(ts pcommon.Timestamp, val int64) {
+	mb.metricNvidiaGpuPerformanceState.recordDataPoint(mb.startTime, ts, val)
+}
+
 // RecordNvidiaGpuPowerLimitDataPoint adds a data point to nvidia.gpu.power.limit metric.
 func (mb *MetricsBuilder) RecordNvidiaGpuPowerLimitDataPoint(ts pcommon.Timestamp, val float64, nvidiaGpuPowerLimitTypeAttributeValue AttributeNvidiaGpuPowerLimitType) {
 	mb.metricNvidiaGpuPowerLimit.recordDataPoint(mb.startTime, ts, val, nvidiaGpuPowerLimitTypeAttributeValue.String())
+}
+
+// RecordNvidiaGpuProcessMemoryUsageDataPoint adds a data point to nvidia.gpu.process.memory.usage metric.
+func (mb *MetricsBuilder) RecordNvidiaGpuProcessMemoryUsageDataPoint(ts pcommon.Timestamp, val int64) {
+	mb.metricNvidiaGpuProcessMemoryUsage.recordDataPoint(mb.startTime, ts, val)
+}
+
+// RecordNvidiaGpuProcessUtilizationDataPoint adds a data point to nvidia.gpu.process.utilization metric.
+func (mb *MetricsBuilder) RecordNvidiaGpuProcessUtilizationDataPoint(ts pcommon.Timestamp, val float64, nvidiaGpuEngineAttributeValue AttributeNvidiaGpuEngine) {
+	mb.metricNvidiaGpuProcessUtilization.recordDataPoint(mb.startTime, ts, val, nvidiaGpuEngineAttributeValue.String())
+}
+
+// RecordNvidiaGpuProfilingActivityDataPoint adds a data point to nvidia.gpu.profiling.activity metric.
+func (mb *MetricsBuilder) RecordNvidiaGpuProfilingActivityDataPoint(ts pcommon.Timestamp, val float64, nvidiaGpuProfilingMetricAttributeValue AttributeNvidiaGpuProfilingMetric) {
+	mb.metricNvidiaGpuProfilingActivity.recordDataPoint(mb.startTime, ts, val, nvidiaGpuProfilingMetricAttributeValue.String())
+}
+
+// RecordNvidiaGpuProfilingBandwidthDataPoint adds a data point to nvidia.gpu.profiling.bandwidth metric.
+func (mb *MetricsBuilder) RecordNvidiaGpuProfilingBandwidthDataPoint(ts pcommon.Timestamp, val float64, nvidiaGpuInterconnectAttributeValue AttributeNvidiaGpuInterconnect, networkIoDirectionAttributeValue AttributeNetworkIoDirection) {
+	mb.metricNvidiaGpuProfilingBandwidth.recordDataPoint(mb.startTime, ts, val, nvidiaGpuInterconnectAttributeValue.String(), networkIoDirectionAttributeValue.String())
+}
+
+// RecordNvidiaGpuXidErrorsDataPoint adds a data point to nvidia.gpu.xid.errors metric.
+func (mb *MetricsBuilder) RecordNvidiaGpuXidErrorsDataPoint(ts pcommon.Timestamp, val int64, nvidiaGpuXidAttributeValue int64) {
+	mb.metricNvidiaGpuXidErrors.recordDataPoint(mb.startTime, ts, val, nvidiaGpuXidAttributeValue)
 }
 
 // RecordNvidiaNvmlAvailableDataPoint adds a data point to nvidia.nvml.available metric.

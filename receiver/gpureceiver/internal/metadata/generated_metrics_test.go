@@ -67,10 +67,25 @@ func TestMetricsBuilder(t *testing.T) {
 			settings.Logger = zap.New(observedZapCore)
 			mb := NewMetricsBuilder(loadMetricsBuilderConfig(t, tt.name), settings, WithStartTime(start))
 			aggMap := make(map[string]string) // contains the aggregation strategies for each metric name
+			aggMap["hw.errors"] = mb.metricHwErrors.config.AggregationStrategy
+			aggMap["hw.gpu.io"] = mb.metricHwGpuIo.config.AggregationStrategy
 			aggMap["hw.gpu.utilization"] = mb.metricHwGpuUtilization.config.AggregationStrategy
+			aggMap["hw.status"] = mb.metricHwStatus.config.AggregationStrategy
 			aggMap["hw.temperature"] = mb.metricHwTemperature.config.AggregationStrategy
+			aggMap["hw.temperature.limit"] = mb.metricHwTemperatureLimit.config.AggregationStrategy
 			aggMap["nvidia.gpu.clock.frequency"] = mb.metricNvidiaGpuClockFrequency.config.AggregationStrategy
+			aggMap["nvidia.gpu.clock_event.active"] = mb.metricNvidiaGpuClockEventActive.config.AggregationStrategy
+			aggMap["nvidia.gpu.clock_event.duration"] = mb.metricNvidiaGpuClockEventDuration.config.AggregationStrategy
+			aggMap["nvidia.gpu.memory.remapped_rows"] = mb.metricNvidiaGpuMemoryRemappedRows.config.AggregationStrategy
+			aggMap["nvidia.gpu.memory.retired_pages"] = mb.metricNvidiaGpuMemoryRetiredPages.config.AggregationStrategy
+			aggMap["nvidia.gpu.nvlink.errors"] = mb.metricNvidiaGpuNvlinkErrors.config.AggregationStrategy
+			aggMap["nvidia.gpu.nvlink.io"] = mb.metricNvidiaGpuNvlinkIo.config.AggregationStrategy
+			aggMap["nvidia.gpu.nvlink.state"] = mb.metricNvidiaGpuNvlinkState.config.AggregationStrategy
 			aggMap["nvidia.gpu.power.limit"] = mb.metricNvidiaGpuPowerLimit.config.AggregationStrategy
+			aggMap["nvidia.gpu.process.utilization"] = mb.metricNvidiaGpuProcessUtilization.config.AggregationStrategy
+			aggMap["nvidia.gpu.profiling.activity"] = mb.metricNvidiaGpuProfilingActivity.config.AggregationStrategy
+			aggMap["nvidia.gpu.profiling.bandwidth"] = mb.metricNvidiaGpuProfilingBandwidth.config.AggregationStrategy
+			aggMap["nvidia.gpu.xid.errors"] = mb.metricNvidiaGpuXidErrors.config.AggregationStrategy
 			aggMap["nvidia.nvml.init.errors"] = mb.metricNvidiaNvmlInitErrors.config.AggregationStrategy
 
 			expectedWarnings := 0
@@ -83,6 +98,18 @@ func TestMetricsBuilder(t *testing.T) {
 			defaultMetricsCount++
 			allMetricsCount++
 			mb.RecordHwEnergyDataPoint(ts, 1)
+			defaultMetricsCount++
+			allMetricsCount++
+			mb.RecordHwErrorsDataPoint(ts, 1, AttributeErrorTypeCorrected, AttributeNvidiaGpuEccCounterTypeVolatile)
+			if tt.name == "reaggregate_set" {
+				mb.RecordHwErrorsDataPoint(ts, 3, AttributeErrorTypeUncorrected, AttributeNvidiaGpuEccCounterTypeAggregate)
+			}
+			defaultMetricsCount++
+			allMetricsCount++
+			mb.RecordHwGpuIoDataPoint(ts, 1, AttributeNetworkIoDirectionTransmit)
+			if tt.name == "reaggregate_set" {
+				mb.RecordHwGpuIoDataPoint(ts, 3, AttributeNetworkIoDirectionReceive)
+			}
 			defaultMetricsCount++
 			allMetricsCount++
 			mb.RecordHwGpuMemoryLimitDataPoint(ts, 1)
@@ -100,9 +127,21 @@ func TestMetricsBuilder(t *testing.T) {
 			mb.RecordHwPowerDataPoint(ts, 1)
 			defaultMetricsCount++
 			allMetricsCount++
+			mb.RecordHwStatusDataPoint(ts, 1, AttributeHwStateOk)
+			if tt.name == "reaggregate_set" {
+				mb.RecordHwStatusDataPoint(ts, 3, AttributeHwStateDegraded)
+			}
+			defaultMetricsCount++
+			allMetricsCount++
 			mb.RecordHwTemperatureDataPoint(ts, 1, AttributeHwSensorLocationGpu)
 			if tt.name == "reaggregate_set" {
 				mb.RecordHwTemperatureDataPoint(ts, 3, AttributeHwSensorLocationMemory)
+			}
+			defaultMetricsCount++
+			allMetricsCount++
+			mb.RecordHwTemperatureLimitDataPoint(ts, 1, AttributeHwSensorLocationGpu, AttributeHwLimitTypeThrottled)
+			if tt.name == "reaggregate_set" {
+				mb.RecordHwTemperatureLimitDataPoint(ts, 3, AttributeHwSensorLocationMemory, AttributeHwLimitTypeHighCritical)
 			}
 			defaultMetricsCount++
 			allMetricsCount++
@@ -112,24 +151,120 @@ func TestMetricsBuilder(t *testing.T) {
 			}
 			defaultMetricsCount++
 			allMetricsCount++
+			mb.RecordNvidiaGpuClockEventActiveDataPoint(ts, 1, AttributeNvidiaGpuClockEventReasonGpuIdle)
+			if tt.name == "reaggregate_set" {
+				mb.RecordNvidiaGpuClockEventActiveDataPoint(ts, 3, AttributeNvidiaGpuClockEventReasonApplicationsClocksSetting)
+			}
+			defaultMetricsCount++
+			allMetricsCount++
+			mb.RecordNvidiaGpuClockEventDurationDataPoint(ts, 1, AttributeNvidiaGpuClockEventCausePower)
+			if tt.name == "reaggregate_set" {
+				mb.RecordNvidiaGpuClockEventDurationDataPoint(ts, 3, AttributeNvidiaGpuClockEventCauseThermal)
+			}
+			defaultMetricsCount++
+			allMetricsCount++
 			mb.RecordNvidiaGpuCountDataPoint(ts, 1)
+			defaultMetricsCount++
+			allMetricsCount++
+			mb.RecordNvidiaGpuFanSpeedDataPoint(ts, 1)
 			defaultMetricsCount++
 			allMetricsCount++
 			mb.RecordNvidiaGpuMemoryFreeDataPoint(ts, 1)
 			defaultMetricsCount++
 			allMetricsCount++
+			mb.RecordNvidiaGpuMemoryRemapFailedDataPoint(ts, 1)
+			defaultMetricsCount++
+			allMetricsCount++
+			mb.RecordNvidiaGpuMemoryRemapPendingDataPoint(ts, 1)
+			defaultMetricsCount++
+			allMetricsCount++
+			mb.RecordNvidiaGpuMemoryRemappedRowsDataPoint(ts, 1, AttributeErrorTypeCorrected)
+			if tt.name == "reaggregate_set" {
+				mb.RecordNvidiaGpuMemoryRemappedRowsDataPoint(ts, 3, AttributeErrorTypeUncorrected)
+			}
+			defaultMetricsCount++
+			allMetricsCount++
 			mb.RecordNvidiaGpuMemoryReservedDataPoint(ts, 1)
+			defaultMetricsCount++
+			allMetricsCount++
+			mb.RecordNvidiaGpuMemoryRetiredPagesDataPoint(ts, 1, AttributeNvidiaGpuRetiredPagesCauseMultipleSingleBitEcc)
+			if tt.name == "reaggregate_set" {
+				mb.RecordNvidiaGpuMemoryRetiredPagesDataPoint(ts, 3, AttributeNvidiaGpuRetiredPagesCauseDoubleBitEcc)
+			}
+			defaultMetricsCount++
+			allMetricsCount++
+			mb.RecordNvidiaGpuMemoryRetiredPagesPendingDataPoint(ts, 1)
 			defaultMetricsCount++
 			allMetricsCount++
 			mb.RecordNvidiaGpuMemoryCopyUtilizationDataPoint(ts, 1)
 			defaultMetricsCount++
 			allMetricsCount++
+			mb.RecordNvidiaGpuNvlinkErrorsDataPoint(ts, 1, 22, AttributeNvidiaGpuNvlinkErrorTypeCrcFlit)
+			if tt.name == "reaggregate_set" {
+				mb.RecordNvidiaGpuNvlinkErrorsDataPoint(ts, 3, 23, AttributeNvidiaGpuNvlinkErrorTypeCrcData)
+			}
+			defaultMetricsCount++
+			allMetricsCount++
+			mb.RecordNvidiaGpuNvlinkIoDataPoint(ts, 1, 22, AttributeNetworkIoDirectionTransmit)
+			if tt.name == "reaggregate_set" {
+				mb.RecordNvidiaGpuNvlinkIoDataPoint(ts, 3, 23, AttributeNetworkIoDirectionReceive)
+			}
+			defaultMetricsCount++
+			allMetricsCount++
+			mb.RecordNvidiaGpuNvlinkStateDataPoint(ts, 1, 22)
+			if tt.name == "reaggregate_set" {
+				mb.RecordNvidiaGpuNvlinkStateDataPoint(ts, 3, 23)
+			}
+			defaultMetricsCount++
+			allMetricsCount++
+			mb.RecordNvidiaGpuPcieLinkGenerationDataPoint(ts, 1)
+			defaultMetricsCount++
+			allMetricsCount++
+			mb.RecordNvidiaGpuPcieLinkGenerationMaxDataPoint(ts, 1)
+			defaultMetricsCount++
+			allMetricsCount++
+			mb.RecordNvidiaGpuPcieLinkWidthDataPoint(ts, 1)
+			defaultMetricsCount++
+			allMetricsCount++
+			mb.RecordNvidiaGpuPcieLinkWidthMaxDataPoint(ts, 1)
+			defaultMetricsCount++
+			allMetricsCount++
 			mb.RecordNvidiaGpuPcieReplaysDataPoint(ts, 1)
+			defaultMetricsCount++
+			allMetricsCount++
+			mb.RecordNvidiaGpuPerformanceStateDataPoint(ts, 1)
 			defaultMetricsCount++
 			allMetricsCount++
 			mb.RecordNvidiaGpuPowerLimitDataPoint(ts, 1, AttributeNvidiaGpuPowerLimitTypeEnforced)
 			if tt.name == "reaggregate_set" {
-				mb.RecordNvidiaGpuPowerLimitDataPoint(ts, 3, AttributeNvidiaGpuPowerLimitTypeEnforced)
+				mb.RecordNvidiaGpuPowerLimitDataPoint(ts, 3, AttributeNvidiaGpuPowerLimitTypeDefault)
+			}
+			defaultMetricsCount++
+			allMetricsCount++
+			mb.RecordNvidiaGpuProcessMemoryUsageDataPoint(ts, 1)
+			defaultMetricsCount++
+			allMetricsCount++
+			mb.RecordNvidiaGpuProcessUtilizationDataPoint(ts, 1, AttributeNvidiaGpuEngineSm)
+			if tt.name == "reaggregate_set" {
+				mb.RecordNvidiaGpuProcessUtilizationDataPoint(ts, 3, AttributeNvidiaGpuEngineMemory)
+			}
+			defaultMetricsCount++
+			allMetricsCount++
+			mb.RecordNvidiaGpuProfilingActivityDataPoint(ts, 1, AttributeNvidiaGpuProfilingMetricSmActive)
+			if tt.name == "reaggregate_set" {
+				mb.RecordNvidiaGpuProfilingActivityDataPoint(ts, 3, AttributeNvidiaGpuProfilingMetricSmOccupancy)
+			}
+			defaultMetricsCount++
+			allMetricsCount++
+			mb.RecordNvidiaGpuProfilingBandwidthDataPoint(ts, 1, AttributeNvidiaGpuInterconnectPcie, AttributeNetworkIoDirectionTransmit)
+			if tt.name == "reaggregate_set" {
+				mb.RecordNvidiaGpuProfilingBandwidthDataPoint(ts, 3, AttributeNvidiaGpuInterconnectNvlink, AttributeNetworkIoDirectionReceive)
+			}
+			defaultMetricsCount++
+			allMetricsCount++
+			mb.RecordNvidiaGpuXidErrorsDataPoint(ts, 1, 14)
+			if tt.name == "reaggregate_set" {
+				mb.RecordNvidiaGpuXidErrorsDataPoint(ts, 3, 15)
 			}
 			defaultMetricsCount++
 			allMetricsCount++
@@ -146,17 +281,40 @@ func TestMetricsBuilder(t *testing.T) {
 			rb.SetHwDriverVersion("hw.driver_version-val")
 			rb.SetHwID("hw.id-val")
 			rb.SetHwModel("hw.model-val")
+			rb.SetHwParent("hw.parent-val")
 			rb.SetHwType("hw.type-val")
 			rb.SetHwVendor("hw.vendor-val")
 			rb.SetNvidiaGpuIndex(16)
 			rb.SetNvidiaGpuPciBusID("nvidia.gpu.pci_bus_id-val")
+			rb.SetNvidiaGpuProcessType("nvidia.gpu.process.type-val")
+			rb.SetNvidiaMigComputeInstanceID(30)
+			rb.SetNvidiaMigGpuInstanceID(26)
+			rb.SetNvidiaMigProfile("nvidia.mig.profile-val")
+			rb.SetNvidiaMigUUID("nvidia.mig.uuid-val")
+			rb.SetProcessExecutableName("process.executable.name-val")
+			rb.SetProcessPid(11)
 			res := rb.Emit()
 			metrics := mb.Emit(WithResource(res))
 			if tt.name == "reaggregate_set" {
+				assert.Empty(t, mb.metricHwErrors.aggDataPoints)
+				assert.Empty(t, mb.metricHwGpuIo.aggDataPoints)
 				assert.Empty(t, mb.metricHwGpuUtilization.aggDataPoints)
+				assert.Empty(t, mb.metricHwStatus.aggDataPoints)
 				assert.Empty(t, mb.metricHwTemperature.aggDataPoints)
+				assert.Empty(t, mb.metricHwTemperatureLimit.aggDataPoints)
 				assert.Empty(t, mb.metricNvidiaGpuClockFrequency.aggDataPoints)
+				assert.Empty(t, mb.metricNvidiaGpuClockEventActive.aggDataPoints)
+				assert.Empty(t, mb.metricNvidiaGpuClockEventDuration.aggDataPoints)
+				assert.Empty(t, mb.metricNvidiaGpuMemoryRemappedRows.aggDataPoints)
+				assert.Empty(t, mb.metricNvidiaGpuMemoryRetiredPages.aggDataPoints)
+				assert.Empty(t, mb.metricNvidiaGpuNvlinkErrors.aggDataPoints)
+				assert.Empty(t, mb.metricNvidiaGpuNvlinkIo.aggDataPoints)
+				assert.Empty(t, mb.metricNvidiaGpuNvlinkState.aggDataPoints)
 				assert.Empty(t, mb.metricNvidiaGpuPowerLimit.aggDataPoints)
+				assert.Empty(t, mb.metricNvidiaGpuProcessUtilization.aggDataPoints)
+				assert.Empty(t, mb.metricNvidiaGpuProfilingActivity.aggDataPoints)
+				assert.Empty(t, mb.metricNvidiaGpuProfilingBandwidth.aggDataPoints)
+				assert.Empty(t, mb.metricNvidiaGpuXidErrors.aggDataPoints)
 				assert.Empty(t, mb.metricNvidiaNvmlInitErrors.aggDataPoints)
 			}
 
@@ -199,6 +357,99 @@ func TestMetricsBuilder(t *testing.T) {
 					assert.Equal(t, ts, dp.Timestamp())
 					assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
 					assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
+				case "hw.errors":
+					if tt.name != "reaggregate_set" {
+						assert.False(t, validatedMetrics["hw.errors"], "Found a duplicate in the metrics slice: hw.errors")
+						validatedMetrics["hw.errors"] = true
+						assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
+						assert.Equal(t, 1, mi.Sum().DataPoints().Len())
+						assert.Equal(t, "ECC memory errors.", mi.Description())
+						assert.Equal(t, "{error}", mi.Unit())
+						assert.True(t, mi.Sum().IsMonotonic())
+						assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
+						dp := mi.Sum().DataPoints().At(0)
+						assert.Equal(t, start, dp.StartTimestamp())
+						assert.Equal(t, ts, dp.Timestamp())
+						assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
+						assert.Equal(t, int64(1), dp.IntValue())
+						errorTypeAttrVal, ok := dp.Attributes().Get("error.type")
+						assert.True(t, ok)
+						assert.Equal(t, "corrected", errorTypeAttrVal.Str())
+						nvidiaGpuEccCounterTypeAttrVal, ok := dp.Attributes().Get("nvidia.gpu.ecc.counter_type")
+						assert.True(t, ok)
+						assert.Equal(t, "volatile", nvidiaGpuEccCounterTypeAttrVal.Str())
+					} else {
+						assert.False(t, validatedMetrics["hw.errors"], "Found a duplicate in the metrics slice: hw.errors")
+						validatedMetrics["hw.errors"] = true
+						assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
+						assert.Equal(t, 1, mi.Sum().DataPoints().Len())
+						assert.Equal(t, "ECC memory errors.", mi.Description())
+						assert.Equal(t, "{error}", mi.Unit())
+						assert.True(t, mi.Sum().IsMonotonic())
+						assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
+						dp := mi.Sum().DataPoints().At(0)
+						assert.Equal(t, start, dp.StartTimestamp())
+						assert.Equal(t, ts, dp.Timestamp())
+						assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
+						switch aggMap["hw.errors"] {
+						case "sum":
+							assert.Equal(t, int64(4), dp.IntValue())
+						case "avg":
+							assert.Equal(t, int64(2), dp.IntValue())
+						case "min":
+							assert.Equal(t, int64(1), dp.IntValue())
+						case "max":
+							assert.Equal(t, int64(3), dp.IntValue())
+						}
+						_, ok := dp.Attributes().Get("error.type")
+						assert.False(t, ok)
+						_, ok = dp.Attributes().Get("nvidia.gpu.ecc.counter_type")
+						assert.False(t, ok)
+					}
+				case "hw.gpu.io":
+					if tt.name != "reaggregate_set" {
+						assert.False(t, validatedMetrics["hw.gpu.io"], "Found a duplicate in the metrics slice: hw.gpu.io")
+						validatedMetrics["hw.gpu.io"] = true
+						assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
+						assert.Equal(t, 1, mi.Sum().DataPoints().Len())
+						assert.Equal(t, "Bytes moved over PCIe (NVML's byte counters, which the driver keeps since it loaded).", mi.Description())
+						assert.Equal(t, "By", mi.Unit())
+						assert.True(t, mi.Sum().IsMonotonic())
+						assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
+						dp := mi.Sum().DataPoints().At(0)
+						assert.Equal(t, start, dp.StartTimestamp())
+						assert.Equal(t, ts, dp.Timestamp())
+						assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
+						assert.Equal(t, int64(1), dp.IntValue())
+						networkIoDirectionAttrVal, ok := dp.Attributes().Get("network.io.direction")
+						assert.True(t, ok)
+						assert.Equal(t, "transmit", networkIoDirectionAttrVal.Str())
+					} else {
+						assert.False(t, validatedMetrics["hw.gpu.io"], "Found a duplicate in the metrics slice: hw.gpu.io")
+						validatedMetrics["hw.gpu.io"] = true
+						assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
+						assert.Equal(t, 1, mi.Sum().DataPoints().Len())
+						assert.Equal(t, "Bytes moved over PCIe (NVML's byte counters, which the driver keeps since it loaded).", mi.Description())
+						assert.Equal(t, "By", mi.Unit())
+						assert.True(t, mi.Sum().IsMonotonic())
+						assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
+						dp := mi.Sum().DataPoints().At(0)
+						assert.Equal(t, start, dp.StartTimestamp())
+						assert.Equal(t, ts, dp.Timestamp())
+						assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
+						switch aggMap["hw.gpu.io"] {
+						case "sum":
+							assert.Equal(t, int64(4), dp.IntValue())
+						case "avg":
+							assert.Equal(t, int64(2), dp.IntValue())
+						case "min":
+							assert.Equal(t, int64(1), dp.IntValue())
+						case "max":
+							assert.Equal(t, int64(3), dp.IntValue())
+						}
+						_, ok := dp.Attributes().Get("network.io.direction")
+						assert.False(t, ok)
+					}
 				case "hw.gpu.memory.limit":
 					assert.False(t, validatedMetrics["hw.gpu.memory.limit"], "Found a duplicate in the metrics slice: hw.gpu.memory.limit")
 					validatedMetrics["hw.gpu.memory.limit"] = true
@@ -279,6 +530,50 @@ func TestMetricsBuilder(t *testing.T) {
 					assert.Equal(t, ts, dp.Timestamp())
 					assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
 					assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
+				case "hw.status":
+					if tt.name != "reaggregate_set" {
+						assert.False(t, validatedMetrics["hw.status"], "Found a duplicate in the metrics slice: hw.status")
+						validatedMetrics["hw.status"] = true
+						assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
+						assert.Equal(t, 1, mi.Sum().DataPoints().Len())
+						assert.Equal(t, "Health of the GPU: failed (lost, fell off the bus, row-remap failure, or a fatal XID in the last 10 min), degraded (uncorrected ECC errors, pending row remap or page retirement, or a serious XID in the last 10 min), ok otherwise. A lost GPU keeps reporting failed.", mi.Description())
+						assert.Equal(t, "1", mi.Unit())
+						assert.False(t, mi.Sum().IsMonotonic())
+						assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
+						dp := mi.Sum().DataPoints().At(0)
+						assert.Equal(t, start, dp.StartTimestamp())
+						assert.Equal(t, ts, dp.Timestamp())
+						assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
+						assert.Equal(t, int64(1), dp.IntValue())
+						hwStateAttrVal, ok := dp.Attributes().Get("hw.state")
+						assert.True(t, ok)
+						assert.Equal(t, "ok", hwStateAttrVal.Str())
+					} else {
+						assert.False(t, validatedMetrics["hw.status"], "Found a duplicate in the metrics slice: hw.status")
+						validatedMetrics["hw.status"] = true
+						assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
+						assert.Equal(t, 1, mi.Sum().DataPoints().Len())
+						assert.Equal(t, "Health of the GPU: failed (lost, fell off the bus, row-remap failure, or a fatal XID in the last 10 min), degraded (uncorrected ECC errors, pending row remap or page retirement, or a serious XID in the last 10 min), ok otherwise. A lost GPU keeps reporting failed.", mi.Description())
+						assert.Equal(t, "1", mi.Unit())
+						assert.False(t, mi.Sum().IsMonotonic())
+						assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
+						dp := mi.Sum().DataPoints().At(0)
+						assert.Equal(t, start, dp.StartTimestamp())
+						assert.Equal(t, ts, dp.Timestamp())
+						assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
+						switch aggMap["hw.status"] {
+						case "sum":
+							assert.Equal(t, int64(4), dp.IntValue())
+						case "avg":
+							assert.Equal(t, int64(2), dp.IntValue())
+						case "min":
+							assert.Equal(t, int64(1), dp.IntValue())
+						case "max":
+							assert.Equal(t, int64(3), dp.IntValue())
+						}
+						_, ok := dp.Attributes().Get("hw.state")
+						assert.False(t, ok)
+					}
 				case "hw.temperature":
 					if tt.name != "reaggregate_set" {
 						assert.False(t, validatedMetrics["hw.temperature"], "Found a duplicate in the metrics slice: hw.temperature")
@@ -317,6 +612,51 @@ func TestMetricsBuilder(t *testing.T) {
 							assert.InDelta(t, float64(3), dp.DoubleValue(), 0.01)
 						}
 						_, ok := dp.Attributes().Get("hw.sensor_location")
+						assert.False(t, ok)
+					}
+				case "hw.temperature.limit":
+					if tt.name != "reaggregate_set" {
+						assert.False(t, validatedMetrics["hw.temperature.limit"], "Found a duplicate in the metrics slice: hw.temperature.limit")
+						validatedMetrics["hw.temperature.limit"] = true
+						assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
+						assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
+						assert.Equal(t, "Temperature thresholds of the GPU.", mi.Description())
+						assert.Equal(t, "Cel", mi.Unit())
+						dp := mi.Gauge().DataPoints().At(0)
+						assert.Equal(t, start, dp.StartTimestamp())
+						assert.Equal(t, ts, dp.Timestamp())
+						assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
+						assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
+						hwSensorLocationAttrVal, ok := dp.Attributes().Get("hw.sensor_location")
+						assert.True(t, ok)
+						assert.Equal(t, "gpu", hwSensorLocationAttrVal.Str())
+						hwLimitTypeAttrVal, ok := dp.Attributes().Get("hw.limit_type")
+						assert.True(t, ok)
+						assert.Equal(t, "throttled", hwLimitTypeAttrVal.Str())
+					} else {
+						assert.False(t, validatedMetrics["hw.temperature.limit"], "Found a duplicate in the metrics slice: hw.temperature.limit")
+						validatedMetrics["hw.temperature.limit"] = true
+						assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
+						assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
+						assert.Equal(t, "Temperature thresholds of the GPU.", mi.Description())
+						assert.Equal(t, "Cel", mi.Unit())
+						dp := mi.Gauge().DataPoints().At(0)
+						assert.Equal(t, start, dp.StartTimestamp())
+						assert.Equal(t, ts, dp.Timestamp())
+						assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
+						switch aggMap["hw.temperature.limit"] {
+						case "sum":
+							assert.InDelta(t, float64(4), dp.DoubleValue(), 0.01)
+						case "avg":
+							assert.InDelta(t, float64(2), dp.DoubleValue(), 0.01)
+						case "min":
+							assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
+						case "max":
+							assert.InDelta(t, float64(3), dp.DoubleValue(), 0.01)
+						}
+						_, ok := dp.Attributes().Get("hw.sensor_location")
+						assert.False(t, ok)
+						_, ok = dp.Attributes().Get("hw.limit_type")
 						assert.False(t, ok)
 					}
 				case "nvidia.gpu.clock.frequency":
@@ -359,6 +699,94 @@ func TestMetricsBuilder(t *testing.T) {
 						_, ok := dp.Attributes().Get("nvidia.gpu.clock.type")
 						assert.False(t, ok)
 					}
+				case "nvidia.gpu.clock_event.active":
+					if tt.name != "reaggregate_set" {
+						assert.False(t, validatedMetrics["nvidia.gpu.clock_event.active"], "Found a duplicate in the metrics slice: nvidia.gpu.clock_event.active")
+						validatedMetrics["nvidia.gpu.clock_event.active"] = true
+						assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
+						assert.Equal(t, 1, mi.Sum().DataPoints().Len())
+						assert.Equal(t, "1 while the reason holds the clocks down (throttling), 0 otherwise; one series per reason.", mi.Description())
+						assert.Equal(t, "1", mi.Unit())
+						assert.False(t, mi.Sum().IsMonotonic())
+						assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
+						dp := mi.Sum().DataPoints().At(0)
+						assert.Equal(t, start, dp.StartTimestamp())
+						assert.Equal(t, ts, dp.Timestamp())
+						assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
+						assert.Equal(t, int64(1), dp.IntValue())
+						nvidiaGpuClockEventReasonAttrVal, ok := dp.Attributes().Get("nvidia.gpu.clock_event.reason")
+						assert.True(t, ok)
+						assert.Equal(t, "gpu_idle", nvidiaGpuClockEventReasonAttrVal.Str())
+					} else {
+						assert.False(t, validatedMetrics["nvidia.gpu.clock_event.active"], "Found a duplicate in the metrics slice: nvidia.gpu.clock_event.active")
+						validatedMetrics["nvidia.gpu.clock_event.active"] = true
+						assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
+						assert.Equal(t, 1, mi.Sum().DataPoints().Len())
+						assert.Equal(t, "1 while the reason holds the clocks down (throttling), 0 otherwise; one series per reason.", mi.Description())
+						assert.Equal(t, "1", mi.Unit())
+						assert.False(t, mi.Sum().IsMonotonic())
+						assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
+						dp := mi.Sum().DataPoints().At(0)
+						assert.Equal(t, start, dp.StartTimestamp())
+						assert.Equal(t, ts, dp.Timestamp())
+						assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
+						switch aggMap["nvidia.gpu.clock_event.active"] {
+						case "sum":
+							assert.Equal(t, int64(4), dp.IntValue())
+						case "avg":
+							assert.Equal(t, int64(2), dp.IntValue())
+						case "min":
+							assert.Equal(t, int64(1), dp.IntValue())
+						case "max":
+							assert.Equal(t, int64(3), dp.IntValue())
+						}
+						_, ok := dp.Attributes().Get("nvidia.gpu.clock_event.reason")
+						assert.False(t, ok)
+					}
+				case "nvidia.gpu.clock_event.duration":
+					if tt.name != "reaggregate_set" {
+						assert.False(t, validatedMetrics["nvidia.gpu.clock_event.duration"], "Found a duplicate in the metrics slice: nvidia.gpu.clock_event.duration")
+						validatedMetrics["nvidia.gpu.clock_event.duration"] = true
+						assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
+						assert.Equal(t, 1, mi.Sum().DataPoints().Len())
+						assert.Equal(t, "Time the clocks were held down, by cause, since the driver loaded.", mi.Description())
+						assert.Equal(t, "s", mi.Unit())
+						assert.True(t, mi.Sum().IsMonotonic())
+						assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
+						dp := mi.Sum().DataPoints().At(0)
+						assert.Equal(t, start, dp.StartTimestamp())
+						assert.Equal(t, ts, dp.Timestamp())
+						assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
+						assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
+						nvidiaGpuClockEventCauseAttrVal, ok := dp.Attributes().Get("nvidia.gpu.clock_event.cause")
+						assert.True(t, ok)
+						assert.Equal(t, "power", nvidiaGpuClockEventCauseAttrVal.Str())
+					} else {
+						assert.False(t, validatedMetrics["nvidia.gpu.clock_event.duration"], "Found a duplicate in the metrics slice: nvidia.gpu.clock_event.duration")
+						validatedMetrics["nvidia.gpu.clock_event.duration"] = true
+						assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
+						assert.Equal(t, 1, mi.Sum().DataPoints().Len())
+						assert.Equal(t, "Time the clocks were held down, by cause, since the driver loaded.", mi.Description())
+						assert.Equal(t, "s", mi.Unit())
+						assert.True(t, mi.Sum().IsMonotonic())
+						assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
+						dp := mi.Sum().DataPoints().At(0)
+						assert.Equal(t, start, dp.StartTimestamp())
+						assert.Equal(t, ts, dp.Timestamp())
+						assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
+						switch aggMap["nvidia.gpu.clock_event.duration"] {
+						case "sum":
+							assert.InDelta(t, float64(4), dp.DoubleValue(), 0.01)
+						case "avg":
+							assert.InDelta(t, float64(2), dp.DoubleValue(), 0.01)
+						case "min":
+							assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
+						case "max":
+							assert.InDelta(t, float64(3), dp.DoubleValue(), 0.01)
+						}
+						_, ok := dp.Attributes().Get("nvidia.gpu.clock_event.cause")
+						assert.False(t, ok)
+					}
 				case "nvidia.gpu.count":
 					assert.False(t, validatedMetrics["nvidia.gpu.count"], "Found a duplicate in the metrics slice: nvidia.gpu.count")
 					validatedMetrics["nvidia.gpu.count"] = true
@@ -373,6 +801,18 @@ func TestMetricsBuilder(t *testing.T) {
 					assert.Equal(t, ts, dp.Timestamp())
 					assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
 					assert.Equal(t, int64(1), dp.IntValue())
+				case "nvidia.gpu.fan.speed":
+					assert.False(t, validatedMetrics["nvidia.gpu.fan.speed"], "Found a duplicate in the metrics slice: nvidia.gpu.fan.speed")
+					validatedMetrics["nvidia.gpu.fan.speed"] = true
+					assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
+					assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
+					assert.Equal(t, "Fan speed as a share of its maximum (absent on fanless boards).", mi.Description())
+					assert.Equal(t, "1", mi.Unit())
+					dp := mi.Gauge().DataPoints().At(0)
+					assert.Equal(t, start, dp.StartTimestamp())
+					assert.Equal(t, ts, dp.Timestamp())
+					assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
+					assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
 				case "nvidia.gpu.memory.free":
 					assert.False(t, validatedMetrics["nvidia.gpu.memory.free"], "Found a duplicate in the metrics slice: nvidia.gpu.memory.free")
 					validatedMetrics["nvidia.gpu.memory.free"] = true
@@ -387,6 +827,78 @@ func TestMetricsBuilder(t *testing.T) {
 					assert.Equal(t, ts, dp.Timestamp())
 					assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
 					assert.Equal(t, int64(1), dp.IntValue())
+				case "nvidia.gpu.memory.remap.failed":
+					assert.False(t, validatedMetrics["nvidia.gpu.memory.remap.failed"], "Found a duplicate in the metrics slice: nvidia.gpu.memory.remap.failed")
+					validatedMetrics["nvidia.gpu.memory.remap.failed"] = true
+					assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
+					assert.Equal(t, 1, mi.Sum().DataPoints().Len())
+					assert.Equal(t, "1 if a row remap failed (the GPU needs service), 0 otherwise.", mi.Description())
+					assert.Equal(t, "1", mi.Unit())
+					assert.False(t, mi.Sum().IsMonotonic())
+					assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
+					dp := mi.Sum().DataPoints().At(0)
+					assert.Equal(t, start, dp.StartTimestamp())
+					assert.Equal(t, ts, dp.Timestamp())
+					assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
+					assert.Equal(t, int64(1), dp.IntValue())
+				case "nvidia.gpu.memory.remap.pending":
+					assert.False(t, validatedMetrics["nvidia.gpu.memory.remap.pending"], "Found a duplicate in the metrics slice: nvidia.gpu.memory.remap.pending")
+					validatedMetrics["nvidia.gpu.memory.remap.pending"] = true
+					assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
+					assert.Equal(t, 1, mi.Sum().DataPoints().Len())
+					assert.Equal(t, "1 if a row remap waits for the GPU to be reset, 0 otherwise.", mi.Description())
+					assert.Equal(t, "1", mi.Unit())
+					assert.False(t, mi.Sum().IsMonotonic())
+					assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
+					dp := mi.Sum().DataPoints().At(0)
+					assert.Equal(t, start, dp.StartTimestamp())
+					assert.Equal(t, ts, dp.Timestamp())
+					assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
+					assert.Equal(t, int64(1), dp.IntValue())
+				case "nvidia.gpu.memory.remapped_rows":
+					if tt.name != "reaggregate_set" {
+						assert.False(t, validatedMetrics["nvidia.gpu.memory.remapped_rows"], "Found a duplicate in the metrics slice: nvidia.gpu.memory.remapped_rows")
+						validatedMetrics["nvidia.gpu.memory.remapped_rows"] = true
+						assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
+						assert.Equal(t, 1, mi.Sum().DataPoints().Len())
+						assert.Equal(t, "Memory rows remapped because of correctable or uncorrectable errors.", mi.Description())
+						assert.Equal(t, "{row}", mi.Unit())
+						assert.True(t, mi.Sum().IsMonotonic())
+						assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
+						dp := mi.Sum().DataPoints().At(0)
+						assert.Equal(t, start, dp.StartTimestamp())
+						assert.Equal(t, ts, dp.Timestamp())
+						assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
+						assert.Equal(t, int64(1), dp.IntValue())
+						errorTypeAttrVal, ok := dp.Attributes().Get("error.type")
+						assert.True(t, ok)
+						assert.Equal(t, "corrected", errorTypeAttrVal.Str())
+					} else {
+						assert.False(t, validatedMetrics["nvidia.gpu.memory.remapped_rows"], "Found a duplicate in the metrics slice: nvidia.gpu.memory.remapped_rows")
+						validatedMetrics["nvidia.gpu.memory.remapped_rows"] = true
+						assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
+						assert.Equal(t, 1, mi.Sum().DataPoints().Len())
+						assert.Equal(t, "Memory rows remapped because of correctable or uncorrectable errors.", mi.Description())
+						assert.Equal(t, "{row}", mi.Unit())
+						assert.True(t, mi.Sum().IsMonotonic())
+						assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
+						dp := mi.Sum().DataPoints().At(0)
+						assert.Equal(t, start, dp.StartTimestamp())
+						assert.Equal(t, ts, dp.Timestamp())
+						assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
+						switch aggMap["nvidia.gpu.memory.remapped_rows"] {
+						case "sum":
+							assert.Equal(t, int64(4), dp.IntValue())
+						case "avg":
+							assert.Equal(t, int64(2), dp.IntValue())
+						case "min":
+							assert.Equal(t, int64(1), dp.IntValue())
+						case "max":
+							assert.Equal(t, int64(3), dp.IntValue())
+						}
+						_, ok := dp.Attributes().Get("error.type")
+						assert.False(t, ok)
+					}
 				case "nvidia.gpu.memory.reserved":
 					assert.False(t, validatedMetrics["nvidia.gpu.memory.reserved"], "Found a duplicate in the metrics slice: nvidia.gpu.memory.reserved")
 					validatedMetrics["nvidia.gpu.memory.reserved"] = true
@@ -394,6 +906,64 @@ func TestMetricsBuilder(t *testing.T) {
 					assert.Equal(t, 1, mi.Sum().DataPoints().Len())
 					assert.Equal(t, "Framebuffer memory the driver and firmware reserve for themselves; not available to processes. Absent on drivers older than R510.", mi.Description())
 					assert.Equal(t, "By", mi.Unit())
+					assert.False(t, mi.Sum().IsMonotonic())
+					assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
+					dp := mi.Sum().DataPoints().At(0)
+					assert.Equal(t, start, dp.StartTimestamp())
+					assert.Equal(t, ts, dp.Timestamp())
+					assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
+					assert.Equal(t, int64(1), dp.IntValue())
+				case "nvidia.gpu.memory.retired_pages":
+					if tt.name != "reaggregate_set" {
+						assert.False(t, validatedMetrics["nvidia.gpu.memory.retired_pages"], "Found a duplicate in the metrics slice: nvidia.gpu.memory.retired_pages")
+						validatedMetrics["nvidia.gpu.memory.retired_pages"] = true
+						assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
+						assert.Equal(t, 1, mi.Sum().DataPoints().Len())
+						assert.Equal(t, "Memory pages retired (pre-Ampere GPUs; Ampere and newer remap rows instead).", mi.Description())
+						assert.Equal(t, "{page}", mi.Unit())
+						assert.True(t, mi.Sum().IsMonotonic())
+						assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
+						dp := mi.Sum().DataPoints().At(0)
+						assert.Equal(t, start, dp.StartTimestamp())
+						assert.Equal(t, ts, dp.Timestamp())
+						assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
+						assert.Equal(t, int64(1), dp.IntValue())
+						nvidiaGpuRetiredPagesCauseAttrVal, ok := dp.Attributes().Get("nvidia.gpu.retired_pages.cause")
+						assert.True(t, ok)
+						assert.Equal(t, "multiple_single_bit_ecc", nvidiaGpuRetiredPagesCauseAttrVal.Str())
+					} else {
+						assert.False(t, validatedMetrics["nvidia.gpu.memory.retired_pages"], "Found a duplicate in the metrics slice: nvidia.gpu.memory.retired_pages")
+						validatedMetrics["nvidia.gpu.memory.retired_pages"] = true
+						assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
+						assert.Equal(t, 1, mi.Sum().DataPoints().Len())
+						assert.Equal(t, "Memory pages retired (pre-Ampere GPUs; Ampere and newer remap rows instead).", mi.Description())
+						assert.Equal(t, "{page}", mi.Unit())
+						assert.True(t, mi.Sum().IsMonotonic())
+						assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
+						dp := mi.Sum().DataPoints().At(0)
+						assert.Equal(t, start, dp.StartTimestamp())
+						assert.Equal(t, ts, dp.Timestamp())
+						assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
+						switch aggMap["nvidia.gpu.memory.retired_pages"] {
+						case "sum":
+							assert.Equal(t, int64(4), dp.IntValue())
+						case "avg":
+							assert.Equal(t, int64(2), dp.IntValue())
+						case "min":
+							assert.Equal(t, int64(1), dp.IntValue())
+						case "max":
+							assert.Equal(t, int64(3), dp.IntValue())
+						}
+						_, ok := dp.Attributes().Get("nvidia.gpu.retired_pages.cause")
+						assert.False(t, ok)
+					}
+				case "nvidia.gpu.memory.retired_pages.pending":
+					assert.False(t, validatedMetrics["nvidia.gpu.memory.retired_pages.pending"], "Found a duplicate in the metrics slice: nvidia.gpu.memory.retired_pages.pending")
+					validatedMetrics["nvidia.gpu.memory.retired_pages.pending"] = true
+					assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
+					assert.Equal(t, 1, mi.Sum().DataPoints().Len())
+					assert.Equal(t, "1 if a page retirement waits for the GPU to be reset, 0 otherwise.", mi.Description())
+					assert.Equal(t, "1", mi.Unit())
 					assert.False(t, mi.Sum().IsMonotonic())
 					assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
 					dp := mi.Sum().DataPoints().At(0)
@@ -413,6 +983,204 @@ func TestMetricsBuilder(t *testing.T) {
 					assert.Equal(t, ts, dp.Timestamp())
 					assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
 					assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
+				case "nvidia.gpu.nvlink.errors":
+					if tt.name != "reaggregate_set" {
+						assert.False(t, validatedMetrics["nvidia.gpu.nvlink.errors"], "Found a duplicate in the metrics slice: nvidia.gpu.nvlink.errors")
+						validatedMetrics["nvidia.gpu.nvlink.errors"] = true
+						assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
+						assert.Equal(t, 1, mi.Sum().DataPoints().Len())
+						assert.Equal(t, "NVLink error counters per link.", mi.Description())
+						assert.Equal(t, "{error}", mi.Unit())
+						assert.True(t, mi.Sum().IsMonotonic())
+						assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
+						dp := mi.Sum().DataPoints().At(0)
+						assert.Equal(t, start, dp.StartTimestamp())
+						assert.Equal(t, ts, dp.Timestamp())
+						assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
+						assert.Equal(t, int64(1), dp.IntValue())
+						nvidiaGpuNvlinkLinkAttrVal, ok := dp.Attributes().Get("nvidia.gpu.nvlink.link")
+						assert.True(t, ok)
+						assert.EqualValues(t, 22, nvidiaGpuNvlinkLinkAttrVal.Int())
+						nvidiaGpuNvlinkErrorTypeAttrVal, ok := dp.Attributes().Get("nvidia.gpu.nvlink.error.type")
+						assert.True(t, ok)
+						assert.Equal(t, "crc_flit", nvidiaGpuNvlinkErrorTypeAttrVal.Str())
+					} else {
+						assert.False(t, validatedMetrics["nvidia.gpu.nvlink.errors"], "Found a duplicate in the metrics slice: nvidia.gpu.nvlink.errors")
+						validatedMetrics["nvidia.gpu.nvlink.errors"] = true
+						assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
+						assert.Equal(t, 1, mi.Sum().DataPoints().Len())
+						assert.Equal(t, "NVLink error counters per link.", mi.Description())
+						assert.Equal(t, "{error}", mi.Unit())
+						assert.True(t, mi.Sum().IsMonotonic())
+						assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
+						dp := mi.Sum().DataPoints().At(0)
+						assert.Equal(t, start, dp.StartTimestamp())
+						assert.Equal(t, ts, dp.Timestamp())
+						assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
+						switch aggMap["nvidia.gpu.nvlink.errors"] {
+						case "sum":
+							assert.Equal(t, int64(4), dp.IntValue())
+						case "avg":
+							assert.Equal(t, int64(2), dp.IntValue())
+						case "min":
+							assert.Equal(t, int64(1), dp.IntValue())
+						case "max":
+							assert.Equal(t, int64(3), dp.IntValue())
+						}
+						_, ok := dp.Attributes().Get("nvidia.gpu.nvlink.link")
+						assert.False(t, ok)
+						_, ok = dp.Attributes().Get("nvidia.gpu.nvlink.error.type")
+						assert.False(t, ok)
+					}
+				case "nvidia.gpu.nvlink.io":
+					if tt.name != "reaggregate_set" {
+						assert.False(t, validatedMetrics["nvidia.gpu.nvlink.io"], "Found a duplicate in the metrics slice: nvidia.gpu.nvlink.io")
+						validatedMetrics["nvidia.gpu.nvlink.io"] = true
+						assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
+						assert.Equal(t, 1, mi.Sum().DataPoints().Len())
+						assert.Equal(t, "Payload bytes moved over each NVLink link.", mi.Description())
+						assert.Equal(t, "By", mi.Unit())
+						assert.True(t, mi.Sum().IsMonotonic())
+						assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
+						dp := mi.Sum().DataPoints().At(0)
+						assert.Equal(t, start, dp.StartTimestamp())
+						assert.Equal(t, ts, dp.Timestamp())
+						assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
+						assert.Equal(t, int64(1), dp.IntValue())
+						nvidiaGpuNvlinkLinkAttrVal, ok := dp.Attributes().Get("nvidia.gpu.nvlink.link")
+						assert.True(t, ok)
+						assert.EqualValues(t, 22, nvidiaGpuNvlinkLinkAttrVal.Int())
+						networkIoDirectionAttrVal, ok := dp.Attributes().Get("network.io.direction")
+						assert.True(t, ok)
+						assert.Equal(t, "transmit", networkIoDirectionAttrVal.Str())
+					} else {
+						assert.False(t, validatedMetrics["nvidia.gpu.nvlink.io"], "Found a duplicate in the metrics slice: nvidia.gpu.nvlink.io")
+						validatedMetrics["nvidia.gpu.nvlink.io"] = true
+						assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
+						assert.Equal(t, 1, mi.Sum().DataPoints().Len())
+						assert.Equal(t, "Payload bytes moved over each NVLink link.", mi.Description())
+						assert.Equal(t, "By", mi.Unit())
+						assert.True(t, mi.Sum().IsMonotonic())
+						assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
+						dp := mi.Sum().DataPoints().At(0)
+						assert.Equal(t, start, dp.StartTimestamp())
+						assert.Equal(t, ts, dp.Timestamp())
+						assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
+						switch aggMap["nvidia.gpu.nvlink.io"] {
+						case "sum":
+							assert.Equal(t, int64(4), dp.IntValue())
+						case "avg":
+							assert.Equal(t, int64(2), dp.IntValue())
+						case "min":
+							assert.Equal(t, int64(1), dp.IntValue())
+						case "max":
+							assert.Equal(t, int64(3), dp.IntValue())
+						}
+						_, ok := dp.Attributes().Get("nvidia.gpu.nvlink.link")
+						assert.False(t, ok)
+						_, ok = dp.Attributes().Get("network.io.direction")
+						assert.False(t, ok)
+					}
+				case "nvidia.gpu.nvlink.state":
+					if tt.name != "reaggregate_set" {
+						assert.False(t, validatedMetrics["nvidia.gpu.nvlink.state"], "Found a duplicate in the metrics slice: nvidia.gpu.nvlink.state")
+						validatedMetrics["nvidia.gpu.nvlink.state"] = true
+						assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
+						assert.Equal(t, 1, mi.Sum().DataPoints().Len())
+						assert.Equal(t, "1 if the NVLink link is up, 0 if it is down.", mi.Description())
+						assert.Equal(t, "1", mi.Unit())
+						assert.False(t, mi.Sum().IsMonotonic())
+						assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
+						dp := mi.Sum().DataPoints().At(0)
+						assert.Equal(t, start, dp.StartTimestamp())
+						assert.Equal(t, ts, dp.Timestamp())
+						assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
+						assert.Equal(t, int64(1), dp.IntValue())
+						nvidiaGpuNvlinkLinkAttrVal, ok := dp.Attributes().Get("nvidia.gpu.nvlink.link")
+						assert.True(t, ok)
+						assert.EqualValues(t, 22, nvidiaGpuNvlinkLinkAttrVal.Int())
+					} else {
+						assert.False(t, validatedMetrics["nvidia.gpu.nvlink.state"], "Found a duplicate in the metrics slice: nvidia.gpu.nvlink.state")
+						validatedMetrics["nvidia.gpu.nvlink.state"] = true
+						assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
+						assert.Equal(t, 1, mi.Sum().DataPoints().Len())
+						assert.Equal(t, "1 if the NVLink link is up, 0 if it is down.", mi.Description())
+						assert.Equal(t, "1", mi.Unit())
+						assert.False(t, mi.Sum().IsMonotonic())
+						assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
+						dp := mi.Sum().DataPoints().At(0)
+						assert.Equal(t, start, dp.StartTimestamp())
+						assert.Equal(t, ts, dp.Timestamp())
+						assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
+						switch aggMap["nvidia.gpu.nvlink.state"] {
+						case "sum":
+							assert.Equal(t, int64(4), dp.IntValue())
+						case "avg":
+							assert.Equal(t, int64(2), dp.IntValue())
+						case "min":
+							assert.Equal(t, int64(1), dp.IntValue())
+						case "max":
+							assert.Equal(t, int64(3), dp.IntValue())
+						}
+						_, ok := dp.Attributes().Get("nvidia.gpu.nvlink.link")
+						assert.False(t, ok)
+					}
+				case "nvidia.gpu.pcie.link.generation":
+					assert.False(t, validatedMetrics["nvidia.gpu.pcie.link.generation"], "Found a duplicate in the metrics slice: nvidia.gpu.pcie.link.generation")
+					validatedMetrics["nvidia.gpu.pcie.link.generation"] = true
+					assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
+					assert.Equal(t, 1, mi.Sum().DataPoints().Len())
+					assert.Equal(t, "PCIe generation the link runs at now.", mi.Description())
+					assert.Equal(t, "{generation}", mi.Unit())
+					assert.False(t, mi.Sum().IsMonotonic())
+					assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
+					dp := mi.Sum().DataPoints().At(0)
+					assert.Equal(t, start, dp.StartTimestamp())
+					assert.Equal(t, ts, dp.Timestamp())
+					assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
+					assert.Equal(t, int64(1), dp.IntValue())
+				case "nvidia.gpu.pcie.link.generation.max":
+					assert.False(t, validatedMetrics["nvidia.gpu.pcie.link.generation.max"], "Found a duplicate in the metrics slice: nvidia.gpu.pcie.link.generation.max")
+					validatedMetrics["nvidia.gpu.pcie.link.generation.max"] = true
+					assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
+					assert.Equal(t, 1, mi.Sum().DataPoints().Len())
+					assert.Equal(t, "Highest PCIe generation the GPU and its slot support.", mi.Description())
+					assert.Equal(t, "{generation}", mi.Unit())
+					assert.False(t, mi.Sum().IsMonotonic())
+					assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
+					dp := mi.Sum().DataPoints().At(0)
+					assert.Equal(t, start, dp.StartTimestamp())
+					assert.Equal(t, ts, dp.Timestamp())
+					assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
+					assert.Equal(t, int64(1), dp.IntValue())
+				case "nvidia.gpu.pcie.link.width":
+					assert.False(t, validatedMetrics["nvidia.gpu.pcie.link.width"], "Found a duplicate in the metrics slice: nvidia.gpu.pcie.link.width")
+					validatedMetrics["nvidia.gpu.pcie.link.width"] = true
+					assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
+					assert.Equal(t, 1, mi.Sum().DataPoints().Len())
+					assert.Equal(t, "PCIe lanes the link runs with now (fewer than the maximum means a degraded link).", mi.Description())
+					assert.Equal(t, "{lane}", mi.Unit())
+					assert.False(t, mi.Sum().IsMonotonic())
+					assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
+					dp := mi.Sum().DataPoints().At(0)
+					assert.Equal(t, start, dp.StartTimestamp())
+					assert.Equal(t, ts, dp.Timestamp())
+					assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
+					assert.Equal(t, int64(1), dp.IntValue())
+				case "nvidia.gpu.pcie.link.width.max":
+					assert.False(t, validatedMetrics["nvidia.gpu.pcie.link.width.max"], "Found a duplicate in the metrics slice: nvidia.gpu.pcie.link.width.max")
+					validatedMetrics["nvidia.gpu.pcie.link.width.max"] = true
+					assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
+					assert.Equal(t, 1, mi.Sum().DataPoints().Len())
+					assert.Equal(t, "Most PCIe lanes the GPU and its slot support.", mi.Description())
+					assert.Equal(t, "{lane}", mi.Unit())
+					assert.False(t, mi.Sum().IsMonotonic())
+					assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
+					dp := mi.Sum().DataPoints().At(0)
+					assert.Equal(t, start, dp.StartTimestamp())
+					assert.Equal(t, ts, dp.Timestamp())
+					assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
+					assert.Equal(t, int64(1), dp.IntValue())
 				case "nvidia.gpu.pcie.replays":
 					assert.False(t, validatedMetrics["nvidia.gpu.pcie.replays"], "Found a duplicate in the metrics slice: nvidia.gpu.pcie.replays")
 					validatedMetrics["nvidia.gpu.pcie.replays"] = true
@@ -423,6 +1191,18 @@ func TestMetricsBuilder(t *testing.T) {
 					assert.True(t, mi.Sum().IsMonotonic())
 					assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
 					dp := mi.Sum().DataPoints().At(0)
+					assert.Equal(t, start, dp.StartTimestamp())
+					assert.Equal(t, ts, dp.Timestamp())
+					assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
+					assert.Equal(t, int64(1), dp.IntValue())
+				case "nvidia.gpu.performance_state":
+					assert.False(t, validatedMetrics["nvidia.gpu.performance_state"], "Found a duplicate in the metrics slice: nvidia.gpu.performance_state")
+					validatedMetrics["nvidia.gpu.performance_state"] = true
+					assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
+					assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
+					assert.Equal(t, "Performance state, 0 (P0, maximum performance) to 15 (P15, minimum).", mi.Description())
+					assert.Equal(t, "{pstate}", mi.Unit())
+					dp := mi.Gauge().DataPoints().At(0)
 					assert.Equal(t, start, dp.StartTimestamp())
 					assert.Equal(t, ts, dp.Timestamp())
 					assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
@@ -465,6 +1245,189 @@ func TestMetricsBuilder(t *testing.T) {
 							assert.InDelta(t, float64(3), dp.DoubleValue(), 0.01)
 						}
 						_, ok := dp.Attributes().Get("nvidia.gpu.power.limit_type")
+						assert.False(t, ok)
+					}
+				case "nvidia.gpu.process.memory.usage":
+					assert.False(t, validatedMetrics["nvidia.gpu.process.memory.usage"], "Found a duplicate in the metrics slice: nvidia.gpu.process.memory.usage")
+					validatedMetrics["nvidia.gpu.process.memory.usage"] = true
+					assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
+					assert.Equal(t, 1, mi.Sum().DataPoints().Len())
+					assert.Equal(t, "Framebuffer memory the process uses on this GPU (or MIG instance).", mi.Description())
+					assert.Equal(t, "By", mi.Unit())
+					assert.False(t, mi.Sum().IsMonotonic())
+					assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
+					dp := mi.Sum().DataPoints().At(0)
+					assert.Equal(t, start, dp.StartTimestamp())
+					assert.Equal(t, ts, dp.Timestamp())
+					assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
+					assert.Equal(t, int64(1), dp.IntValue())
+				case "nvidia.gpu.process.utilization":
+					if tt.name != "reaggregate_set" {
+						assert.False(t, validatedMetrics["nvidia.gpu.process.utilization"], "Found a duplicate in the metrics slice: nvidia.gpu.process.utilization")
+						validatedMetrics["nvidia.gpu.process.utilization"] = true
+						assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
+						assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
+						assert.Equal(t, "Share of the interval the process kept each engine busy (nvmlDeviceGetProcessUtilization; not available under MIG).", mi.Description())
+						assert.Equal(t, "1", mi.Unit())
+						dp := mi.Gauge().DataPoints().At(0)
+						assert.Equal(t, start, dp.StartTimestamp())
+						assert.Equal(t, ts, dp.Timestamp())
+						assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
+						assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
+						nvidiaGpuEngineAttrVal, ok := dp.Attributes().Get("nvidia.gpu.engine")
+						assert.True(t, ok)
+						assert.Equal(t, "sm", nvidiaGpuEngineAttrVal.Str())
+					} else {
+						assert.False(t, validatedMetrics["nvidia.gpu.process.utilization"], "Found a duplicate in the metrics slice: nvidia.gpu.process.utilization")
+						validatedMetrics["nvidia.gpu.process.utilization"] = true
+						assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
+						assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
+						assert.Equal(t, "Share of the interval the process kept each engine busy (nvmlDeviceGetProcessUtilization; not available under MIG).", mi.Description())
+						assert.Equal(t, "1", mi.Unit())
+						dp := mi.Gauge().DataPoints().At(0)
+						assert.Equal(t, start, dp.StartTimestamp())
+						assert.Equal(t, ts, dp.Timestamp())
+						assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
+						switch aggMap["nvidia.gpu.process.utilization"] {
+						case "sum":
+							assert.InDelta(t, float64(4), dp.DoubleValue(), 0.01)
+						case "avg":
+							assert.InDelta(t, float64(2), dp.DoubleValue(), 0.01)
+						case "min":
+							assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
+						case "max":
+							assert.InDelta(t, float64(3), dp.DoubleValue(), 0.01)
+						}
+						_, ok := dp.Attributes().Get("nvidia.gpu.engine")
+						assert.False(t, ok)
+					}
+				case "nvidia.gpu.profiling.activity":
+					if tt.name != "reaggregate_set" {
+						assert.False(t, validatedMetrics["nvidia.gpu.profiling.activity"], "Found a duplicate in the metrics slice: nvidia.gpu.profiling.activity")
+						validatedMetrics["nvidia.gpu.profiling.activity"] = true
+						assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
+						assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
+						assert.Equal(t, "Profiling activity over the interval from NVML GPM (Hopper and newer; per MIG instance too). Absent where GPM is not supported.", mi.Description())
+						assert.Equal(t, "1", mi.Unit())
+						dp := mi.Gauge().DataPoints().At(0)
+						assert.Equal(t, start, dp.StartTimestamp())
+						assert.Equal(t, ts, dp.Timestamp())
+						assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
+						assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
+						nvidiaGpuProfilingMetricAttrVal, ok := dp.Attributes().Get("nvidia.gpu.profiling.metric")
+						assert.True(t, ok)
+						assert.Equal(t, "sm_active", nvidiaGpuProfilingMetricAttrVal.Str())
+					} else {
+						assert.False(t, validatedMetrics["nvidia.gpu.profiling.activity"], "Found a duplicate in the metrics slice: nvidia.gpu.profiling.activity")
+						validatedMetrics["nvidia.gpu.profiling.activity"] = true
+						assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
+						assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
+						assert.Equal(t, "Profiling activity over the interval from NVML GPM (Hopper and newer; per MIG instance too). Absent where GPM is not supported.", mi.Description())
+						assert.Equal(t, "1", mi.Unit())
+						dp := mi.Gauge().DataPoints().At(0)
+						assert.Equal(t, start, dp.StartTimestamp())
+						assert.Equal(t, ts, dp.Timestamp())
+						assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
+						switch aggMap["nvidia.gpu.profiling.activity"] {
+						case "sum":
+							assert.InDelta(t, float64(4), dp.DoubleValue(), 0.01)
+						case "avg":
+							assert.InDelta(t, float64(2), dp.DoubleValue(), 0.01)
+						case "min":
+							assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
+						case "max":
+							assert.InDelta(t, float64(3), dp.DoubleValue(), 0.01)
+						}
+						_, ok := dp.Attributes().Get("nvidia.gpu.profiling.metric")
+						assert.False(t, ok)
+					}
+				case "nvidia.gpu.profiling.bandwidth":
+					if tt.name != "reaggregate_set" {
+						assert.False(t, validatedMetrics["nvidia.gpu.profiling.bandwidth"], "Found a duplicate in the metrics slice: nvidia.gpu.profiling.bandwidth")
+						validatedMetrics["nvidia.gpu.profiling.bandwidth"] = true
+						assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
+						assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
+						assert.Equal(t, "PCIe and NVLink bandwidth over the interval from NVML GPM (Hopper and newer).", mi.Description())
+						assert.Equal(t, "By/s", mi.Unit())
+						dp := mi.Gauge().DataPoints().At(0)
+						assert.Equal(t, start, dp.StartTimestamp())
+						assert.Equal(t, ts, dp.Timestamp())
+						assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
+						assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
+						nvidiaGpuInterconnectAttrVal, ok := dp.Attributes().Get("nvidia.gpu.interconnect")
+						assert.True(t, ok)
+						assert.Equal(t, "pcie", nvidiaGpuInterconnectAttrVal.Str())
+						networkIoDirectionAttrVal, ok := dp.Attributes().Get("network.io.direction")
+						assert.True(t, ok)
+						assert.Equal(t, "transmit", networkIoDirectionAttrVal.Str())
+					} else {
+						assert.False(t, validatedMetrics["nvidia.gpu.profiling.bandwidth"], "Found a duplicate in the metrics slice: nvidia.gpu.profiling.bandwidth")
+						validatedMetrics["nvidia.gpu.profiling.bandwidth"] = true
+						assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
+						assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
+						assert.Equal(t, "PCIe and NVLink bandwidth over the interval from NVML GPM (Hopper and newer).", mi.Description())
+						assert.Equal(t, "By/s", mi.Unit())
+						dp := mi.Gauge().DataPoints().At(0)
+						assert.Equal(t, start, dp.StartTimestamp())
+						assert.Equal(t, ts, dp.Timestamp())
+						assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
+						switch aggMap["nvidia.gpu.profiling.bandwidth"] {
+						case "sum":
+							assert.InDelta(t, float64(4), dp.DoubleValue(), 0.01)
+						case "avg":
+							assert.InDelta(t, float64(2), dp.DoubleValue(), 0.01)
+						case "min":
+							assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
+						case "max":
+							assert.InDelta(t, float64(3), dp.DoubleValue(), 0.01)
+						}
+						_, ok := dp.Attributes().Get("nvidia.gpu.interconnect")
+						assert.False(t, ok)
+						_, ok = dp.Attributes().Get("network.io.direction")
+						assert.False(t, ok)
+					}
+				case "nvidia.gpu.xid.errors":
+					if tt.name != "reaggregate_set" {
+						assert.False(t, validatedMetrics["nvidia.gpu.xid.errors"], "Found a duplicate in the metrics slice: nvidia.gpu.xid.errors")
+						validatedMetrics["nvidia.gpu.xid.errors"] = true
+						assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
+						assert.Equal(t, 1, mi.Sum().DataPoints().Len())
+						assert.Equal(t, "XID errors the driver reported, per code, since the receiver started (read from NVML's event stream, not polled). Counts only go up; alert on increase().", mi.Description())
+						assert.Equal(t, "{error}", mi.Unit())
+						assert.True(t, mi.Sum().IsMonotonic())
+						assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
+						dp := mi.Sum().DataPoints().At(0)
+						assert.Equal(t, start, dp.StartTimestamp())
+						assert.Equal(t, ts, dp.Timestamp())
+						assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
+						assert.Equal(t, int64(1), dp.IntValue())
+						nvidiaGpuXidAttrVal, ok := dp.Attributes().Get("nvidia.gpu.xid")
+						assert.True(t, ok)
+						assert.EqualValues(t, 14, nvidiaGpuXidAttrVal.Int())
+					} else {
+						assert.False(t, validatedMetrics["nvidia.gpu.xid.errors"], "Found a duplicate in the metrics slice: nvidia.gpu.xid.errors")
+						validatedMetrics["nvidia.gpu.xid.errors"] = true
+						assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
+						assert.Equal(t, 1, mi.Sum().DataPoints().Len())
+						assert.Equal(t, "XID errors the driver reported, per code, since the receiver started (read from NVML's event stream, not polled). Counts only go up; alert on increase().", mi.Description())
+						assert.Equal(t, "{error}", mi.Unit())
+						assert.True(t, mi.Sum().IsMonotonic())
+						assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
+						dp := mi.Sum().DataPoints().At(0)
+						assert.Equal(t, start, dp.StartTimestamp())
+						assert.Equal(t, ts, dp.Timestamp())
+						assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
+						switch aggMap["nvidia.gpu.xid.errors"] {
+						case "sum":
+							assert.Equal(t, int64(4), dp.IntValue())
+						case "avg":
+							assert.Equal(t, int64(2), dp.IntValue())
+						case "min":
+							assert.Equal(t, int64(1), dp.IntValue())
+						case "max":
+							assert.Equal(t, int64(3), dp.IntValue())
+						}
+						_, ok := dp.Attributes().Get("nvidia.gpu.xid")
 						assert.False(t, ok)
 					}
 				case "nvidia.nvml.available":

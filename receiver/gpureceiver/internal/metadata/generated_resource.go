@@ -49,6 +49,13 @@ func (rb *ResourceBuilder) SetHwModel(val string) {
 	}
 }
 
+// SetHwParent sets provided value as "hw.parent" attribute.
+func (rb *ResourceBuilder) SetHwParent(val string) {
+	if rb.config.HwParent.Enabled {
+		rb.res.Attributes().PutStr("hw.parent", val)
+	}
+}
+
 // SetHwType sets provided value as "hw.type" attribute.
 func (rb *ResourceBuilder) SetHwType(val string) {
 	if rb.config.HwType.Enabled {
@@ -74,6 +81,55 @@ func (rb *ResourceBuilder) SetNvidiaGpuIndex(val int64) {
 func (rb *ResourceBuilder) SetNvidiaGpuPciBusID(val string) {
 	if rb.config.NvidiaGpuPciBusID.Enabled {
 		rb.res.Attributes().PutStr("nvidia.gpu.pci_bus_id", val)
+	}
+}
+
+// SetNvidiaGpuProcessType sets provided value as "nvidia.gpu.process.type" attribute.
+func (rb *ResourceBuilder) SetNvidiaGpuProcessType(val string) {
+	if rb.config.NvidiaGpuProcessType.Enabled {
+		rb.res.Attributes().PutStr("nvidia.gpu.process.type", val)
+	}
+}
+
+// SetNvidiaMigComputeInstanceID sets provided value as "nvidia.mig.compute_instance_id" attribute.
+func (rb *ResourceBuilder) SetNvidiaMigComputeInstanceID(val int64) {
+	if rb.config.NvidiaMigComputeInstanceID.Enabled {
+		rb.res.Attributes().PutInt("nvidia.mig.compute_instance_id", val)
+	}
+}
+
+// SetNvidiaMigGpuInstanceID sets provided value as "nvidia.mig.gpu_instance_id" attribute.
+func (rb *ResourceBuilder) SetNvidiaMigGpuInstanceID(val int64) {
+	if rb.config.NvidiaMigGpuInstanceID.Enabled {
+		rb.res.Attributes().PutInt("nvidia.mig.gpu_instance_id", val)
+	}
+}
+
+// SetNvidiaMigProfile sets provided value as "nvidia.mig.profile" attribute.
+func (rb *ResourceBuilder) SetNvidiaMigProfile(val string) {
+	if rb.config.NvidiaMigProfile.Enabled {
+		rb.res.Attributes().PutStr("nvidia.mig.profile", val)
+	}
+}
+
+// SetNvidiaMigUUID sets provided value as "nvidia.mig.uuid" attribute.
+func (rb *ResourceBuilder) SetNvidiaMigUUID(val string) {
+	if rb.config.NvidiaMigUUID.Enabled {
+		rb.res.Attributes().PutStr("nvidia.mig.uuid", val)
+	}
+}
+
+// SetProcessExecutableName sets provided value as "process.executable.name" attribute.
+func (rb *ResourceBuilder) SetProcessExecutableName(val string) {
+	if rb.config.ProcessExecutableName.Enabled {
+		rb.res.Attributes().PutStr("process.executable.name", val)
+	}
+}
+
+// SetProcessPid sets provided value as "process.pid" attribute.
+func (rb *ResourceBuilder) SetProcessPid(val int64) {
+	if rb.config.ProcessPid.Enabled {
+		rb.res.Attributes().PutInt("process.pid", val)
 	}
 }
 

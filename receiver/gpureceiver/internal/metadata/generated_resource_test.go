@@ -17,19 +17,27 @@ func TestResourceBuilder(t *testing.T) {
 			rb.SetHwDriverVersion("hw.driver_version-val")
 			rb.SetHwID("hw.id-val")
 			rb.SetHwModel("hw.model-val")
+			rb.SetHwParent("hw.parent-val")
 			rb.SetHwType("hw.type-val")
 			rb.SetHwVendor("hw.vendor-val")
 			rb.SetNvidiaGpuIndex(16)
 			rb.SetNvidiaGpuPciBusID("nvidia.gpu.pci_bus_id-val")
+			rb.SetNvidiaGpuProcessType("nvidia.gpu.process.type-val")
+			rb.SetNvidiaMigComputeInstanceID(30)
+			rb.SetNvidiaMigGpuInstanceID(26)
+			rb.SetNvidiaMigProfile("nvidia.mig.profile-val")
+			rb.SetNvidiaMigUUID("nvidia.mig.uuid-val")
+			rb.SetProcessExecutableName("process.executable.name-val")
+			rb.SetProcessPid(11)
 
 			res := rb.Emit()
 			assert.Equal(t, 0, rb.Emit().Attributes().Len()) // Second call should return empty Resource
 
 			switch tt {
 			case "default":
-				assert.Equal(t, 8, res.Attributes().Len())
+				assert.Equal(t, 16, res.Attributes().Len())
 			case "all_set":
-				assert.Equal(t, 8, res.Attributes().Len())
+				assert.Equal(t, 16, res.Attributes().Len())
 			case "none_set":
 				assert.Equal(t, 0, res.Attributes().Len())
 				return
@@ -56,6 +64,11 @@ func TestResourceBuilder(t *testing.T) {
 			if ok {
 				assert.Equal(t, "hw.model-val", hwModelAttrVal.Str())
 			}
+			hwParentAttrVal, ok := res.Attributes().Get("hw.parent")
+			assert.True(t, ok)
+			if ok {
+				assert.Equal(t, "hw.parent-val", hwParentAttrVal.Str())
+			}
 			hwTypeAttrVal, ok := res.Attributes().Get("hw.type")
 			assert.True(t, ok)
 			if ok {
@@ -75,6 +88,41 @@ func TestResourceBuilder(t *testing.T) {
 			assert.True(t, ok)
 			if ok {
 				assert.Equal(t, "nvidia.gpu.pci_bus_id-val", nvidiaGpuPciBusIDAttrVal.Str())
+			}
+			nvidiaGpuProcessTypeAttrVal, ok := res.Attributes().Get("nvidia.gpu.process.type")
+			assert.True(t, ok)
+			if ok {
+				assert.Equal(t, "nvidia.gpu.process.type-val", nvidiaGpuProcessTypeAttrVal.Str())
+			}
+			nvidiaMigComputeInstanceIDAttrVal, ok := res.Attributes().Get("nvidia.mig.compute_instance_id")
+			assert.True(t, ok)
+			if ok {
+				assert.EqualValues(t, 30, nvidiaMigComputeInstanceIDAttrVal.Int())
+			}
+			nvidiaMigGpuInstanceIDAttrVal, ok := res.Attributes().Get("nvidia.mig.gpu_instance_id")
+			assert.True(t, ok)
+			if ok {
+				assert.EqualValues(t, 26, nvidiaMigGpuInstanceIDAttrVal.Int())
+			}
+			nvidiaMigProfileAttrVal, ok := res.Attributes().Get("nvidia.mig.profile")
+			assert.True(t, ok)
+			if ok {
+				assert.Equal(t, "nvidia.mig.profile-val", nvidiaMigProfileAttrVal.Str())
+			}
+			nvidiaMigUUIDAttrVal, ok := res.Attributes().Get("nvidia.mig.uuid")
+			assert.True(t, ok)
+			if ok {
+				assert.Equal(t, "nvidia.mig.uuid-val", nvidiaMigUUIDAttrVal.Str())
+			}
+			processExecutableNameAttrVal, ok := res.Attributes().Get("process.executable.name")
+			assert.True(t, ok)
+			if ok {
+				assert.Equal(t, "process.executable.name-val", processExecutableNameAttrVal.Str())
+			}
+			processPidAttrVal, ok := res.Attributes().Get("process.pid")
+			assert.True(t, ok)
+			if ok {
+				assert.EqualValues(t, 11, processPidAttrVal.Int())
 			}
 		})
 	}

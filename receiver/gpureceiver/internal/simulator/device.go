@@ -30,6 +30,7 @@ type Device struct {
 	name  string
 	total uint64 // framebuffer bytes
 	lost  atomic.Bool
+	migs  []*MigDevice
 
 	mu sync.Mutex
 	// energy is integrated second by second: energyMJ holds the energy of the whole
@@ -56,7 +57,7 @@ func newDevice(s *Simulator, md *server.Device, index int, opts Options) *Device
 	return d
 }
 
-// now returns the simulated time and the scenario's reading for it. A lost GPU answers
+// read returns the simulated time and the scenario's reading for it. A lost GPU answers
 // ERROR_GPU_IS_LOST to everything.
 func (d *Device) read(call string) (float64, reading, nvml.Return) {
 	d.sim.count(call)
@@ -64,7 +65,11 @@ func (d *Device) read(call string) (float64, reading, nvml.Return) {
 		return 0, reading{}, nvml.ERROR_GPU_IS_LOST
 	}
 	t := d.sim.elapsed()
-	return t, d.sim.scenario(d.sim.machine, d.index, t), nvml.SUCCESS
+	r := d.sim.scenario(d.sim.machine, d.index, t)
+	if r.lost {
+		return 0, reading{}, nvml.ERROR_GPU_IS_LOST
+	}
+	return t, r, nvml.SUCCESS
 }
 
 func (d *Device) ret(call string) nvml.Return {
@@ -150,11 +155,15 @@ func (d *Device) GetMemoryInfo_v2() (nvml.Memory_v2, nvml.Return) {
 	return nvml.Memory_v2{Version: nvml.STRUCT_VERSION(nvml.Memory_v2{}, 2), Total: d.total, Reserved: reserved, Used: used, Free: free}, nvml.SUCCESS
 }
 
-// GetUtilizationRates returns the instantaneous GPU and memory-copy utilization in percent.
+// GetUtilizationRates returns the instantaneous GPU and memory-copy utilization in percent
+// (NOT_SUPPORTED in MIG mode, as on real GPUs).
 func (d *Device) GetUtilizationRates() (nvml.Utilization, nvml.Return) {
 	_, r, ret := d.read("DeviceGetUtilizationRates")
 	if ret != nvml.SUCCESS {
 		return nvml.Utilization{}, ret
+	}
+	if d.migEnabled() {
+		return nvml.Utilization{}, nvml.ERROR_NOT_SUPPORTED
 	}
 	return nvml.Utilization{Gpu: uint32(math.Round(r.utilization)), Memory: uint32(math.Round(r.memoryCopyUtil))}, nvml.SUCCESS
 }
@@ -183,6 +192,9 @@ func (d *Device) GetSamples(kind nvml.SamplingType, lastSeen uint64) (nvml.Value
 	t, _, ret := d.read("DeviceGetSamples")
 	if ret != nvml.SUCCESS {
 		return 0, nil, ret
+	}
+	if d.migEnabled() {
+		return 0, nil, nvml.ERROR_NOT_SUPPORTED
 	}
 	var pick func(reading) float64
 	switch kind {
@@ -311,16 +323,7 @@ func (d *Device) GetFieldValues(values []nvml.FieldValue) nvml.Return {
 		v := &values[i]
 		v.Timestamp = ts
 		v.NvmlReturn = uint32(nvml.SUCCESS)
-		switch v.FieldId {
-		case nvml.FI_DEV_MEMORY_TEMP:
-			setUint(v, nvml.VALUE_TYPE_UNSIGNED_INT, uint64(math.Round(r.memTempC)))
-		case nvml.FI_DEV_TOTAL_ENERGY_CONSUMPTION:
-			setUint(v, nvml.VALUE_TYPE_UNSIGNED_LONG_LONG, d.energyMillijoules(t))
-		case nvml.FI_DEV_PCIE_REPLAY_COUNTER:
-			setUint(v, nvml.VALUE_TYPE_UNSIGNED_LONG_LONG, d.pcieReplays(t))
-		default:
-			v.NvmlReturn = uint32(nvml.ERROR_NOT_SUPPORTED)
-		}
+		d.fieldValue(v, t, r)
 	}
 	return nvml.SUCCESS
 }

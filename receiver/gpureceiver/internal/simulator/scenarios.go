@@ -5,10 +5,12 @@ import (
 	"math"
 	"sort"
 	"strings"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
 )
 
 // reading is what one simulated GPU shows at one instant. Percentages are 0–100, the
-// framebuffer is a fraction of the total.
+// framebuffer is a fraction of the total, cumulative counters are totals since the start.
 type reading struct {
 	utilization    float64
 	memoryCopyUtil float64
@@ -19,9 +21,57 @@ type reading struct {
 	memTempC       float64
 	powerW         float64
 	smClockMHz     uint32
+	pstate         int
 	// pcieReplaysPerHour drives the cumulative PCIe replay counter.
 	pcieReplaysPerHour float64
+
+	// clockEvents is NVML's clock-event reason bit mask.
+	clockEvents uint64
+	// throttleSeconds is the cumulative time held down per cause (power, thermal,
+	// sync boost, board limit, low utilization, reliability).
+	throttleSeconds [6]float64
+
+	eccCorrected   uint64 // cumulative, volatile (aggregate adds a lifetime base)
+	eccUncorrected uint64
+	remapPending   bool
+	remapFailed    bool
+
+	// xids lists the XID codes with how many of each the driver has raised since start.
+	xids []xidCount
+
+	lost bool
+
+	// processes on the GPU (not under MIG); their memory and SM shares add up to the
+	// device's.
+	processes []process
+
+	// GPM activity ratios 0–1 (sm_active, sm_occupancy, tensor, dram, fp64, fp32, fp16).
+	gpm [7]float64
 }
+
+type xidCount struct {
+	code  uint64
+	count uint64
+}
+
+// process is one simulated GPU process.
+type process struct {
+	pid      uint32
+	name     string
+	memShare float64 // share of the framebuffer in use
+	smShare  float64 // share of the device utilization
+	graphics bool
+}
+
+// Throttle causes, indexes into reading.throttleSeconds.
+const (
+	causePower = iota
+	causeThermal
+	causeSyncBoost
+	causeBoardLimit
+	causeLowUtilization
+	causeReliability
+)
 
 // scenario computes the reading of GPU `gpu` at t seconds after the simulator started.
 // It must be a pure function of its arguments (and the seed-driven noise) so that runs are
@@ -51,22 +101,31 @@ func (m *machine) wave(gpu int, period, t float64) float64 {
 	return math.Sin(2*math.Pi*t/period + phase)
 }
 
-// thermal derives temperature, power and clocks from how busy the GPU is.
-func (m *machine) thermal(r *reading, gpu int, t float64) {
+// derive fills what follows from how busy the GPU is: temperature, power, clocks,
+// p-state, profiling activity, and a single training process holding the memory.
+func (m *machine) derive(r *reading, gpu int, t float64) {
 	busy := r.utilization / 100
 	r.powerW = m.sys.idlePowerW + busy*(0.85*m.sys.powerLimitW-m.sys.idlePowerW) + 4*m.noise(gpu, 10, t)
 	r.gpuTempC = 33 + busy*38 + 0.8*m.noise(gpu, 11, t)
 	r.memTempC = r.gpuTempC + 4 + 0.5*m.noise(gpu, 12, t)
 	if busy > 0.05 {
 		r.smClockMHz = m.sys.smClockMax - uint32(15*(1+m.noise(gpu, 13, t)))
+		r.pstate = 0
 	} else {
 		r.smClockMHz = m.sys.smClockIdle
+		r.pstate = 0
+		r.clockEvents |= nvml.ClocksEventReasonGpuIdle
+		r.throttleSeconds[causeLowUtilization] = t
+	}
+	r.gpm = [7]float64{busy * 0.93, busy * 0.55, busy * 0.62, r.memoryCopyUtil / 100, busy * 0.02, busy * 0.21, busy * 0.05}
+	if r.fbUsedFraction > 0.01 {
+		r.processes = []process{{pid: uint32(20000 + gpu), name: "python3", memShare: 1, smShare: 1}}
 	}
 }
 
 func clampPercent(v float64) float64 { return math.Max(0, math.Min(100, v)) }
 
-// steadyTraining: every GPU busy at 85–99 %, framebuffer stable around 78 %.
+// steadyTraining: every GPU busy at 85–99 %, framebuffer stable around 78 %, nothing wrong.
 func steadyTraining(m *machine, gpu int, t float64) reading {
 	r := reading{
 		utilization:        clampPercent(92 + 5*m.wave(gpu, 60, t) + 2*m.noise(gpu, 1, t)),
@@ -74,7 +133,7 @@ func steadyTraining(m *machine, gpu int, t float64) reading {
 		fbUsedFraction:     0.78 + 0.002*m.noise(gpu, 3, t),
 		pcieReplaysPerHour: 2,
 	}
-	m.thermal(&r, gpu, t)
+	m.derive(&r, gpu, t)
 	return r
 }
 
@@ -82,10 +141,9 @@ func steadyTraining(m *machine, gpu int, t float64) reading {
 func idle(m *machine, gpu int, t float64) reading {
 	r := reading{
 		utilization:    clampPercent(0.4 + 0.4*m.noise(gpu, 1, t)),
-		memoryCopyUtil: 0,
 		fbUsedFraction: 0.31,
 	}
-	m.thermal(&r, gpu, t)
+	m.derive(&r, gpu, t)
 	return r
 }
 
@@ -107,14 +165,127 @@ func memoryLeak(m *machine, gpu int, t float64) reading {
 		fbUsedFraction:     math.Min(leakCeiling, leakStart+steps*leakStep),
 		pcieReplaysPerHour: 2,
 	}
-	m.thermal(&r, gpu, t)
+	m.derive(&r, gpu, t)
 	return r
 }
 
+// hotGPUs overheat in thermal-throttle.
+var hotGPUs = map[int]bool{2: true, 5: true}
+
+// thermalThrottle: training, but GPUs 2 and 5 run at 88–92 °C and the driver slows them
+// down (SW and HW thermal slowdown), at about 60 % of their clock.
+func thermalThrottle(m *machine, gpu int, t float64) reading {
+	r := steadyTraining(m, gpu, t)
+	if hotGPUs[gpu] {
+		r.gpuTempC = 90 + 2*m.noise(gpu, 20, t)
+		r.memTempC = r.gpuTempC + 6
+		r.smClockMHz = uint32(float64(m.sys.smClockMax) * 0.6)
+		r.clockEvents |= nvml.ClocksEventReasonSwThermalSlowdown | nvml.ClocksThrottleReasonHwThermalSlowdown
+		r.throttleSeconds[causeThermal] = t
+		r.powerW *= 0.8
+	}
+	return r
+}
+
+// powerCapped: every GPU is held at its power limit (SW power cap), clocks at ~85 %.
+func powerCapped(m *machine, gpu int, t float64) reading {
+	r := steadyTraining(m, gpu, t)
+	r.powerW = m.sys.powerLimitW - 2 + m.noise(gpu, 21, t)
+	r.smClockMHz = uint32(float64(m.sys.smClockMax) * 0.85)
+	r.clockEvents |= nvml.ClocksEventReasonSwPowerCap
+	r.throttleSeconds[causePower] = t * 0.9
+	return r
+}
+
+// xidStorm: GPU 0 raises XID 13 (graphics engine exception) 20 times a second, GPU 1
+// XID 31 (MMU fault) twice a second, GPU 2 XID 94 (contained ECC error) every 10 s.
+func xidStorm(m *machine, gpu int, t float64) reading {
+	r := steadyTraining(m, gpu, t)
+	switch gpu {
+	case 0:
+		r.xids = []xidCount{{code: 13, count: uint64(t * 20)}}
+	case 1:
+		r.xids = []xidCount{{code: 31, count: uint64(t * 2)}}
+	case 2:
+		r.xids = []xidCount{{code: 94, count: uint64(t / 10)}}
+	}
+	return r
+}
+
+// The lost GPU of gpu-lost falls off the bus for lostFor seconds of every lostCycle.
+const (
+	lostGPU    = 3
+	lostCycle  = 60.0
+	lostAfter  = 15.0
+	lostFor    = 20.0
+	xidOffBus  = 79
+	xidRowRmap = 63
+)
+
+// gpuLost: training; GPU 3 falls off the bus (XID 79, then ERROR_GPU_IS_LOST to every
+// call) 15 s into every minute and comes back 20 s later.
+func gpuLost(m *machine, gpu int, t float64) reading {
+	r := steadyTraining(m, gpu, t)
+	if gpu == lostGPU {
+		cycles := math.Floor(t / lostCycle)
+		phase := t - cycles*lostCycle
+		r.lost = phase >= lostAfter && phase < lostAfter+lostFor
+		falls := cycles
+		if phase >= lostAfter {
+			falls++
+		}
+		r.xids = []xidCount{{code: xidOffBus, count: uint64(falls)}}
+	}
+	return r
+}
+
+// eccDegrading: training; GPU 6's memory wears out: corrected errors grow faster and
+// faster, and 30 s in an uncorrectable error forces a row remap that waits for a reset
+// (XID 63), which makes the GPU degraded.
+func eccDegrading(m *machine, gpu int, t float64) reading {
+	r := steadyTraining(m, gpu, t)
+	if gpu == 6 {
+		r.eccCorrected = uint64(t * t / 20)
+		if t >= 30 {
+			r.eccUncorrected = 1
+			r.remapPending = true
+			r.xids = []xidCount{{code: xidRowRmap, count: 1}}
+		}
+	}
+	return r
+}
+
+// sharedGPU: training, and GPU 0 is time-sliced between three processes from different
+// containers, each with its own memory and SM share.
+func sharedGPU(m *machine, gpu int, t float64) reading {
+	r := steadyTraining(m, gpu, t)
+	if gpu == 0 {
+		r.processes = []process{
+			{pid: 41001, name: "python3", memShare: 0.5, smShare: 0.55},
+			{pid: 41002, name: "tritonserver", memShare: 0.3, smShare: 0.30},
+			{pid: 41003, name: "python3", memShare: 0.2, smShare: 0.15},
+		}
+	}
+	return r
+}
+
+// mig: training on the non-MIG GPUs; GPUs 0 and 1 run MIG (the layout is set up by
+// migLayouts) and their instances are busy.
+func mig(m *machine, gpu int, t float64) reading {
+	return steadyTraining(m, gpu, t)
+}
+
 var scenarios = map[string]scenario{
-	"steady-training": steadyTraining,
-	"idle":            idle,
-	"memory-leak":     memoryLeak,
+	"steady-training":  steadyTraining,
+	"idle":             idle,
+	"memory-leak":      memoryLeak,
+	"thermal-throttle": thermalThrottle,
+	"power-capped":     powerCapped,
+	"xid-storm":        xidStorm,
+	"gpu-lost":         gpuLost,
+	"ecc-degrading":    eccDegrading,
+	"shared-gpu":       sharedGPU,
+	"mig":              mig,
 }
 
 // Scenarios lists the scenario names.

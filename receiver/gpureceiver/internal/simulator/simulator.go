@@ -27,11 +27,14 @@ type Options struct {
 type Simulator struct {
 	*server.Server
 
+	system   string
 	machine  *machine
 	scenario scenario
 	now      func() time.Time
 	start    time.Time
 	devices  []*Device
+
+	events *eventSource
 
 	mu             sync.Mutex
 	calls          map[string]int64
@@ -57,6 +60,7 @@ func New(opts Options) (*Simulator, error) {
 	FillNotSupported(&srv.Interface)
 	s := &Simulator{
 		Server:         srv,
+		system:         opts.System,
 		machine:        &machine{sys: sys, seed: opts.Seed},
 		scenario:       sc,
 		now:            opts.Now,
@@ -69,6 +73,12 @@ func New(opts Options) (*Simulator, error) {
 		FillNotSupported(&md.Device)
 		s.devices = append(s.devices, newDevice(s, md, i, opts))
 	}
+	if opts.Scenario == "mig" {
+		if err := s.setUpMIG(opts); err != nil {
+			return nil, err
+		}
+	}
+	s.events = newEventSource(s)
 	return s, nil
 }
 

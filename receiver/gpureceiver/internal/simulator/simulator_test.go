@@ -151,7 +151,7 @@ func TestUnimplementedCallsAnswerNotSupportedInsteadOfPanicking(t *testing.T) {
 	d, _ := s.DeviceGetHandleByIndex(0)
 	_, ret := d.GetSerial()
 	assert.Equal(t, nvml.ERROR_NOT_SUPPORTED, ret)
-	_, ret = s.SystemGetProcessName(1)
+	_, ret = d.GetVbiosVersion()
 	assert.Equal(t, nvml.ERROR_NOT_SUPPORTED, ret)
 }
 

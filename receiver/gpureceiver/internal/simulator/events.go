@@ -1,0 +1,129 @@
+package simulator
+
+import (
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
+)
+
+// eventSource is the simulated driver's event stream: the XIDs each scenario raises over
+// simulated time, plus any a test injects. Pending events are counts, not queued records,
+// so an injected storm of a million XIDs costs no memory here either.
+type eventSource struct {
+	sim *Simulator
+
+	mu       sync.Mutex
+	emitted  map[int]map[uint64]uint64 // GPU index → XID → delivered from the scenario
+	injected map[int]map[uint64]uint64 // GPU index → XID → still to deliver
+}
+
+func newEventSource(s *Simulator) *eventSource {
+	return &eventSource{sim: s, emitted: map[int]map[uint64]uint64{}, injected: map[int]map[uint64]uint64{}}
+}
+
+// InjectXID makes GPU `index` raise XID `code` n more times.
+func (s *Simulator) InjectXID(index int, code, n uint64) {
+	s.events.mu.Lock()
+	defer s.events.mu.Unlock()
+	if s.events.injected[index] == nil {
+		s.events.injected[index] = map[uint64]uint64{}
+	}
+	s.events.injected[index][code] += n
+}
+
+// next pops one pending XID of the given GPUs, in GPU then code order.
+func (e *eventSource) next(devices []*Device) (nvml.EventData, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	t := e.sim.elapsed()
+	for _, d := range devices {
+		if pending := e.injected[d.index]; len(pending) > 0 {
+			code := smallestKey(pending)
+			if pending[code]--; pending[code] == 0 {
+				delete(pending, code)
+			}
+			return xidEvent(d, code), true
+		}
+		for _, x := range e.sim.scenario(e.sim.machine, d.index, t).xids {
+			if e.emitted[d.index] == nil {
+				e.emitted[d.index] = map[uint64]uint64{}
+			}
+			if e.emitted[d.index][x.code] < x.count {
+				e.emitted[d.index][x.code]++
+				return xidEvent(d, x.code), true
+			}
+		}
+	}
+	return nvml.EventData{}, false
+}
+
+func smallestKey(m map[uint64]uint64) uint64 {
+	keys := make([]uint64, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i] < keys[j] })
+	return keys[0]
+}
+
+func xidEvent(d *Device, code uint64) nvml.EventData {
+	return nvml.EventData{Device: d, EventType: nvml.EventTypeXidCriticalError, EventData: code, GpuInstanceId: noInstance, ComputeInstanceId: noInstance}
+}
+
+// EventSet is a simulated nvmlEventSet.
+type EventSet struct {
+	*mock.EventSet
+	src *eventSource
+
+	mu      sync.Mutex
+	devices []*Device
+}
+
+var _ nvml.EventSet = (*EventSet)(nil)
+
+// EventSetCreate creates an event set.
+func (s *Simulator) EventSetCreate() (nvml.EventSet, nvml.Return) {
+	s.count("EventSetCreate")
+	es := &EventSet{EventSet: &mock.EventSet{}, src: s.events}
+	FillNotSupported(es.EventSet)
+	return es, nvml.SUCCESS
+}
+
+func (e *EventSet) register(d *Device, types uint64) {
+	if types&nvml.EventTypeXidCriticalError == 0 {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.devices = append(e.devices, d)
+	sort.Slice(e.devices, func(i, j int) bool { return e.devices[i].index < e.devices[j].index })
+}
+
+// Wait returns the next XID of a registered GPU, or ERROR_TIMEOUT after timeoutMs of
+// (real) time without one.
+func (e *EventSet) Wait(timeoutMs uint32) (nvml.EventData, nvml.Return) {
+	e.src.sim.count("EventSetWait")
+	deadline := time.Now().Add(time.Duration(timeoutMs) * time.Millisecond)
+	for {
+		e.mu.Lock()
+		devices := e.devices
+		e.mu.Unlock()
+		if ev, ok := e.src.next(devices); ok {
+			return ev, nvml.SUCCESS
+		}
+		remaining := time.Until(deadline)
+		if remaining <= 0 {
+			return nvml.EventData{}, nvml.ERROR_TIMEOUT
+		}
+		time.Sleep(min(remaining, 20*time.Millisecond))
+	}
+}
+
+// Free releases the set.
+func (e *EventSet) Free() nvml.Return {
+	e.src.sim.count("EventSetFree")
+	return nvml.SUCCESS
+}

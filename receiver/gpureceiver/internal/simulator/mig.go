@@ -1,0 +1,199 @@
+package simulator
+
+import (
+	"crypto/sha256"
+	"fmt"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
+)
+
+// migLayouts is the MIG layout of the `mig` scenario, by GPU index: GPU 0 is split into
+// mixed sizes, GPU 1 into seven of the smallest; the other GPUs run without MIG.
+var migLayouts = map[int][]int{
+	0: {nvml.GPU_INSTANCE_PROFILE_3_SLICE, nvml.GPU_INSTANCE_PROFILE_2_SLICE, nvml.GPU_INSTANCE_PROFILE_1_SLICE, nvml.GPU_INSTANCE_PROFILE_1_SLICE},
+	1: {nvml.GPU_INSTANCE_PROFILE_1_SLICE, nvml.GPU_INSTANCE_PROFILE_1_SLICE, nvml.GPU_INSTANCE_PROFILE_1_SLICE, nvml.GPU_INSTANCE_PROFILE_1_SLICE,
+		nvml.GPU_INSTANCE_PROFILE_1_SLICE, nvml.GPU_INSTANCE_PROFILE_1_SLICE, nvml.GPU_INSTANCE_PROFILE_1_SLICE},
+}
+
+// maxMigDevices is the most MIG instances one GPU can hold.
+const maxMigDevices = 7
+
+// MigDevice is one MIG instance: a GPU instance with one compute instance using all of it,
+// and one process.
+type MigDevice struct {
+	*mock.Device
+	parent  *Device
+	slot    int
+	giID    uint32
+	uuid    string
+	total   uint64
+	pid     uint32
+	profile nvml.GpuInstanceProfileInfo
+}
+
+var _ nvml.Device = (*MigDevice)(nil)
+
+// setUpMIG enables MIG on the GPUs of migLayouts and creates their instances through the
+// mock server, so that GPU-instance look-ups on the parent answer consistently.
+func (s *Simulator) setUpMIG(opts Options) error {
+	for index, profiles := range migLayouts {
+		if index >= len(s.devices) {
+			continue
+		}
+		d := s.devices[index]
+		d.Device.MigMode = nvml.DEVICE_MIG_ENABLE
+		for slot, profileID := range profiles {
+			info, ret := d.Device.GetGpuInstanceProfileInfo(profileID)
+			if ret != nvml.SUCCESS {
+				return fmt.Errorf("MIG profile %d on %s: %d", profileID, s.system, ret)
+			}
+			gi, ret := d.Device.CreateGpuInstance(&info)
+			if ret != nvml.SUCCESS {
+				return fmt.Errorf("create MIG instance on %s: %d", s.system, ret)
+			}
+			giInfo, _ := gi.GetInfo()
+			m := &MigDevice{
+				Device:  &mock.Device{},
+				parent:  d,
+				slot:    slot,
+				giID:    giInfo.Id,
+				uuid:    migUUID(opts, index, slot),
+				total:   info.MemorySizeMB * mib,
+				pid:     uint32(30000 + index*10 + slot),
+				profile: info,
+			}
+			FillNotSupported(m.Device)
+			d.migs = append(d.migs, m)
+		}
+	}
+	return nil
+}
+
+func migUUID(opts Options, index, slot int) string {
+	b := sha256.Sum256(fmt.Appendf(nil, "mig/%s/%d/%d/%d", opts.System, opts.Seed, index, slot))
+	return fmt.Sprintf("MIG-%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
+
+func (d *Device) migEnabled() bool { return len(d.migs) > 0 }
+
+// GetMigMode reports whether MIG is enabled (current and pending).
+func (d *Device) GetMigMode() (int, int, nvml.Return) {
+	if ret := d.ret("DeviceGetMigMode"); ret != nvml.SUCCESS {
+		return 0, 0, ret
+	}
+	if d.migEnabled() {
+		return nvml.DEVICE_MIG_ENABLE, nvml.DEVICE_MIG_ENABLE, nvml.SUCCESS
+	}
+	return nvml.DEVICE_MIG_DISABLE, nvml.DEVICE_MIG_DISABLE, nvml.SUCCESS
+}
+
+// GetMaxMigDeviceCount returns how many MIG devices the GPU can hold.
+func (d *Device) GetMaxMigDeviceCount() (int, nvml.Return) {
+	if ret := d.ret("DeviceGetMaxMigDeviceCount"); ret != nvml.SUCCESS {
+		return 0, ret
+	}
+	return maxMigDevices, nvml.SUCCESS
+}
+
+// GetMigDeviceHandleByIndex returns MIG device i, NOT_FOUND for an empty slot.
+func (d *Device) GetMigDeviceHandleByIndex(i int) (nvml.Device, nvml.Return) {
+	if ret := d.ret("DeviceGetMigDeviceHandleByIndex"); ret != nvml.SUCCESS {
+		return nil, ret
+	}
+	if i < 0 || i >= len(d.migs) {
+		return nil, nvml.ERROR_NOT_FOUND
+	}
+	return d.migs[i], nvml.SUCCESS
+}
+
+// GetGpuInstanceById returns the GPU instance with that id.
+func (d *Device) GetGpuInstanceById(id int) (nvml.GpuInstance, nvml.Return) {
+	if ret := d.ret("DeviceGetGpuInstanceById"); ret != nvml.SUCCESS {
+		return nil, ret
+	}
+	d.Device.RLock()
+	defer d.Device.RUnlock()
+	for gi := range d.Device.GpuInstances {
+		if int(gi.Info.Id) == id {
+			return gi, nvml.SUCCESS
+		}
+	}
+	return nil, nvml.ERROR_NOT_FOUND
+}
+
+// GetGpuInstanceProfileInfo returns a MIG profile's size.
+func (d *Device) GetGpuInstanceProfileInfo(profile int) (nvml.GpuInstanceProfileInfo, nvml.Return) {
+	if ret := d.ret("DeviceGetGpuInstanceProfileInfo"); ret != nvml.SUCCESS {
+		return nvml.GpuInstanceProfileInfo{}, ret
+	}
+	return d.Device.GetGpuInstanceProfileInfo(profile)
+}
+
+func (d *Device) migProcesses() []nvml.ProcessInfo {
+	out := make([]nvml.ProcessInfo, 0, len(d.migs))
+	for _, m := range d.migs {
+		out = append(out, nvml.ProcessInfo{Pid: m.pid, UsedGpuMemory: m.used(), GpuInstanceId: m.giID, ComputeInstanceId: 0})
+	}
+	return out
+}
+
+// used is the instance's framebuffer in use: its process holds 40–85 % depending on size.
+func (m *MigDevice) used() uint64 {
+	return uint64(float64(m.total) * (0.4 + 0.15*float64(m.slot%4)))
+}
+
+func (m *MigDevice) read(call string) nvml.Return {
+	return m.parent.ret(call)
+}
+
+// GetUUID returns the MIG UUID.
+func (m *MigDevice) GetUUID() (string, nvml.Return) {
+	if ret := m.read("MigDeviceGetUUID"); ret != nvml.SUCCESS {
+		return "", ret
+	}
+	return m.uuid, nvml.SUCCESS
+}
+
+// IsMigDeviceHandle is true for a MIG device.
+func (m *MigDevice) IsMigDeviceHandle() (bool, nvml.Return) {
+	return true, m.read("MigDeviceIsMigDeviceHandle")
+}
+
+// GetGpuInstanceId returns the GPU instance id.
+func (m *MigDevice) GetGpuInstanceId() (int, nvml.Return) {
+	return int(m.giID), m.read("MigDeviceGetGpuInstanceId")
+}
+
+// GetComputeInstanceId returns the compute instance id.
+func (m *MigDevice) GetComputeInstanceId() (int, nvml.Return) {
+	return 0, m.read("MigDeviceGetComputeInstanceId")
+}
+
+// GetDeviceHandleFromMigDeviceHandle returns the parent GPU.
+func (m *MigDevice) GetDeviceHandleFromMigDeviceHandle() (nvml.Device, nvml.Return) {
+	return m.parent, m.read("MigDeviceGetDeviceHandleFromMigDeviceHandle")
+}
+
+// GetMemoryInfo returns the instance's framebuffer.
+func (m *MigDevice) GetMemoryInfo() (nvml.Memory, nvml.Return) {
+	if ret := m.read("MigDeviceGetMemoryInfo"); ret != nvml.SUCCESS {
+		return nvml.Memory{}, ret
+	}
+	used := m.used()
+	return nvml.Memory{Total: m.total, Used: used, Free: m.total - used}, nvml.SUCCESS
+}
+
+// GetMemoryInfo_v2 returns the instance's framebuffer (no separate reservation).
+func (m *MigDevice) GetMemoryInfo_v2() (nvml.Memory_v2, nvml.Return) {
+	mem, ret := m.GetMemoryInfo()
+	return nvml.Memory_v2{Total: mem.Total, Used: mem.Used, Free: mem.Free}, ret
+}
+
+// GetComputeRunningProcesses lists the instance's process.
+func (m *MigDevice) GetComputeRunningProcesses() ([]nvml.ProcessInfo, nvml.Return) {
+	if ret := m.read("MigDeviceGetComputeRunningProcesses"); ret != nvml.SUCCESS {
+		return nil, ret
+	}
+	return []nvml.ProcessInfo{{Pid: m.pid, UsedGpuMemory: m.used(), GpuInstanceId: m.giID}}, nvml.SUCCESS
+}
