@@ -36,19 +36,28 @@ func newDeviceRead(s *gpuScraper, lib nvml.Interface, d *gpuDevice, now pcommon.
 	return &deviceRead{s: s, lib: lib, dev: d, mb: s.mb, now: now}
 }
 
-// recordAll reads every subsystem in turn; each one stops early once the GPU is gone.
+// recordAll reads every subsystem in turn; each one stops early once the GPU is gone. A
+// GPU without a handle (lost, not found again) only reports its health: failed.
 func (r *deviceRead) recordAll() {
-	r.readFields()
-	r.recordUtilization()
-	r.recordMemory()
-	r.recordTemperature()
-	r.recordPower()
-	r.recordClocks()
-	r.recordPCIe()
-	if !r.gone && r.dev.gone {
-		r.s.logger.Info("GPU answers again", zap.Int("gpu", r.dev.index), zap.String("uuid", r.dev.uuid))
-		r.dev.gone = false
+	if r.dev.handle != nil {
+		r.readFields()
+		r.recordUtilization()
+		r.recordMemory()
+		r.recordMemoryErrors()
+		r.recordTemperature()
+		r.recordPower()
+		r.recordClocks()
+		r.recordClockEvents()
+		r.recordPCIe()
+		r.recordNVLink()
+		r.s.recordProfiling(r)
+		if !r.gone && r.dev.gone {
+			r.s.logger.Info("GPU answers again", zap.Int("gpu", r.dev.index), zap.String("uuid", r.dev.uuid))
+			r.dev.gone = false
+		}
 	}
+	r.recordXIDs()
+	r.recordHealth()
 }
 
 // skip is true when a call should not be made: the GPU is gone, or the call is known to be
@@ -70,9 +79,10 @@ func (r *deviceRead) ok(call string, ret nvml.Return) bool {
 		r.failed++
 		r.errs = append(r.errs, nvmlclient.NewError(call, ret))
 		if !r.dev.gone {
-			r.s.logger.Error("GPU stopped answering; its metrics are skipped until it answers again",
+			r.s.logger.Error("GPU stopped answering; it reports hw.status failed until it answers again",
 				zap.Int("gpu", r.dev.index), zap.String("uuid", r.dev.uuid), zap.String("nvml_error", nvmlclient.ReturnName(ret)))
 			r.dev.gone = true
+			r.dev.goneSince = r.s.now()
 		}
 	case ret == nvml.ERROR_NOT_SUPPORTED || ret == nvml.ERROR_FUNCTION_NOT_FOUND:
 		r.dev.unsupported[call] = true

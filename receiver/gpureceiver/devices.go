@@ -4,36 +4,62 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.uber.org/zap"
 
+	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpureceiver/internal/metadata"
 	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpureceiver/internal/nvmlclient"
 )
 
 // gpuDevice is one discovered GPU: its handle, its identity (read once) and the state
 // that must survive between scrapes.
 type gpuDevice struct {
-	handle   nvml.Device
-	index    int
-	uuid     string
+	handle nvml.Device // nil while the GPU is lost and could not be found again
+	index  int
+	uuid   string
+	model  string
+	busID  string
+	driver string
+
 	resource pcommon.Resource
+	static   staticFacts
+	// fieldRequest is the GPU's nvmlDeviceGetFieldValues batch, reused every scrape.
+	fieldRequest []nvml.FieldValue
 
 	// lastSampleTS is the newest utilization sample seen, per sampling type, so that each
 	// scrape averages only the samples taken since the previous one.
 	lastSampleTS map[nvml.SamplingType]uint64
+	// lastProcessTS is the same for per-process utilization samples.
+	lastProcessTS uint64
 	// unsupported remembers calls the device answered NOT_SUPPORTED, so they are not
 	// repeated every scrape.
 	unsupported map[string]bool
 	// warned remembers the last unexpected error logged per call (rate limiting).
 	warned map[string]nvml.Return
-	// gone is set while the device answers "GPU is lost"; logged once per state change.
-	gone bool
+	// gone is set while the device answers "GPU is lost"; goneSince is when it started.
+	gone      bool
+	goneSince time.Time
+	// migProfiles caches MIG profile names by GPU instance id.
+	migProfiles map[int]string
+	// health is the state reported last, to log changes once.
+	health metadata.AttributeHwState
+}
+
+// staticFacts are read once at discovery: they do not change while the driver runs.
+type staticFacts struct {
+	powerDefaultMW, powerMinMW, powerMaxMW uint32
+	tempLimitsC                            [4]uint32 // indexed like temperatureLimits
+	pcieMaxGen, pcieMaxWidth               int
+	nvlinks                                int
+	gpmSupported                           bool
 }
 
 // discoverDevices enumerates the GPUs and reads their identity. Devices that cannot be
-// identified are skipped with a warning; the next scrape tries again if none was found.
+// identified are skipped with a warning. A GPU known before that is not found now (lost,
+// fell off the bus) is kept, without a handle, so that it keeps reporting hw.status failed.
 func (s *gpuScraper) discoverDevices() {
 	lib := s.session.Lib()
 	if lib == nil {
@@ -49,6 +75,7 @@ func (s *gpuScraper) discoverDevices() {
 		driver = ""
 	}
 	var devices []*gpuDevice
+	found := map[string]bool{}
 	for i := 0; i < count; i++ {
 		d, err := s.identify(lib, i, driver)
 		if err != nil {
@@ -58,10 +85,18 @@ func (s *gpuScraper) discoverDevices() {
 		if !s.included(d) {
 			continue
 		}
+		found[d.uuid] = true
 		devices = append(devices, d)
 	}
+	for _, old := range s.devices {
+		if !found[old.uuid] && s.included(old) {
+			old.handle = nil
+			old.gone = true
+			devices = append(devices, old)
+		}
+	}
 	s.devices = devices
-	s.logger.Info("GPUs discovered", zap.Int("count", len(devices)), zap.String("driver_version", driver))
+	s.logger.Info("GPUs discovered", zap.Int("count", len(found)), zap.String("driver_version", driver))
 }
 
 func (s *gpuScraper) identify(lib nvml.Interface, i int, driver string) (*gpuDevice, error) {
@@ -73,32 +108,75 @@ func (s *gpuScraper) identify(lib nvml.Interface, i int, driver string) (*gpuDev
 	if ret != nvml.SUCCESS {
 		return nil, nvmlclient.NewError("nvmlDeviceGetUUID", ret)
 	}
-	name, ret := h.GetName()
-	if ret != nvml.SUCCESS {
-		name = ""
-	}
-	busID := ""
-	if pci, ret := h.GetPciInfo(); ret == nvml.SUCCESS {
-		busID = cString(pci.BusId[:])
-	}
-	rb := s.mb.NewResourceBuilder()
-	rb.SetHostName(s.hostName)
-	rb.SetHwID(uuid)
-	rb.SetHwType("gpu")
-	rb.SetHwVendor("NVIDIA")
-	rb.SetHwModel(name)
-	rb.SetHwDriverVersion(driver)
-	rb.SetNvidiaGpuIndex(int64(i))
-	rb.SetNvidiaGpuPciBusID(busID)
-	return &gpuDevice{
+	d := &gpuDevice{
 		handle:       h,
 		index:        i,
 		uuid:         uuid,
-		resource:     rb.Emit(),
+		driver:       driver,
 		lastSampleTS: map[nvml.SamplingType]uint64{},
 		unsupported:  map[string]bool{},
 		warned:       map[string]nvml.Return{},
-	}, nil
+		migProfiles:  map[int]string{},
+	}
+	if name, ret := h.GetName(); ret == nvml.SUCCESS {
+		d.model = name
+	}
+	if pci, ret := h.GetPciInfo(); ret == nvml.SUCCESS {
+		d.busID = cString(pci.BusId[:])
+	}
+	rb := s.identityBuilder(d)
+	d.resource = rb.Emit()
+	d.static = s.readStaticFacts(h)
+	d.fieldRequest = newFieldRequest(d.static.nvlinks)
+	return d, nil
+}
+
+// identityBuilder starts a resource with the GPU's identity; MIG instances and processes
+// add their own attributes to it.
+func (s *gpuScraper) identityBuilder(d *gpuDevice) *metadata.ResourceBuilder {
+	rb := s.mb.NewResourceBuilder()
+	rb.SetHostName(s.hostName)
+	rb.SetHwID(d.uuid)
+	rb.SetHwType("gpu")
+	rb.SetHwVendor("NVIDIA")
+	rb.SetHwModel(d.model)
+	rb.SetHwDriverVersion(d.driver)
+	rb.SetNvidiaGpuIndex(int64(d.index))
+	rb.SetNvidiaGpuPciBusID(d.busID)
+	return rb
+}
+
+// readStaticFacts reads what does not change while the driver runs. Every failure just
+// leaves the fact out.
+func (s *gpuScraper) readStaticFacts(h nvml.Device) staticFacts {
+	var st staticFacts
+	if v, ret := h.GetPowerManagementDefaultLimit(); ret == nvml.SUCCESS {
+		st.powerDefaultMW = v
+	}
+	if lo, hi, ret := h.GetPowerManagementLimitConstraints(); ret == nvml.SUCCESS {
+		st.powerMinMW, st.powerMaxMW = lo, hi
+	}
+	for i, l := range temperatureLimits {
+		if v, ret := h.GetTemperatureThreshold(l.threshold); ret == nvml.SUCCESS {
+			st.tempLimitsC[i] = v
+		}
+	}
+	if v, ret := h.GetMaxPcieLinkGeneration(); ret == nvml.SUCCESS {
+		st.pcieMaxGen = v
+	}
+	if v, ret := h.GetMaxPcieLinkWidth(); ret == nvml.SUCCESS {
+		st.pcieMaxWidth = v
+	}
+	links := []nvml.FieldValue{{FieldId: nvml.FI_DEV_NVLINK_LINK_COUNT}}
+	if h.GetFieldValues(links) == nvml.SUCCESS && nvml.Return(links[0].NvmlReturn) == nvml.SUCCESS {
+		if n, ok := decodeFieldValue(links[0]); ok && n > 0 && n <= nvml.NVLINK_MAX_LINKS {
+			st.nvlinks = int(n)
+		}
+	}
+	if s.gpmUsable() {
+		st.gpmSupported = s.gpm.Supported(h)
+	}
+	return st
 }
 
 // included applies the include_devices filter (index or UUID).

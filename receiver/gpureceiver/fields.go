@@ -11,43 +11,99 @@ import (
 
 // Values NVML offers as "fields" are read in one nvmlDeviceGetFieldValues call per GPU per
 // scrape instead of one call each. Where a field is not supported, the subsystem falls back
-// to the dedicated call.
+// to the dedicated call (if there is one) or leaves the metric out.
 
-// fieldIDs is the batch requested every scrape. Order does not matter.
-var fieldIDs = []uint32{
+// deviceFieldIDs is the device-wide part of the batch (scope 0).
+var deviceFieldIDs = []uint32{
 	nvml.FI_DEV_MEMORY_TEMP,
 	nvml.FI_DEV_TOTAL_ENERGY_CONSUMPTION,
 	nvml.FI_DEV_PCIE_REPLAY_COUNTER,
+	nvml.FI_DEV_PCIE_COUNT_TX_BYTES,
+	nvml.FI_DEV_PCIE_COUNT_RX_BYTES,
+	nvml.FI_DEV_ECC_SBE_VOL_TOTAL,
+	nvml.FI_DEV_ECC_DBE_VOL_TOTAL,
+	nvml.FI_DEV_ECC_SBE_AGG_TOTAL,
+	nvml.FI_DEV_ECC_DBE_AGG_TOTAL,
+	nvml.FI_DEV_RETIRED_SBE,
+	nvml.FI_DEV_RETIRED_DBE,
+	nvml.FI_DEV_RETIRED_PENDING,
+	nvml.FI_DEV_REMAPPED_COR,
+	nvml.FI_DEV_REMAPPED_UNC,
+	nvml.FI_DEV_REMAPPED_PENDING,
+	nvml.FI_DEV_REMAPPED_FAILURE,
+	nvml.FI_DEV_PERF_POLICY_POWER,
+	nvml.FI_DEV_PERF_POLICY_THERMAL,
+	nvml.FI_DEV_PERF_POLICY_SYNC_BOOST,
+	nvml.FI_DEV_PERF_POLICY_BOARD_LIMIT,
+	nvml.FI_DEV_PERF_POLICY_LOW_UTILIZATION,
+	nvml.FI_DEV_PERF_POLICY_RELIABILITY,
 }
 
-// fieldValues holds the decoded values of one batch, by field id; absent ids were not
-// supported or failed.
-type fieldValues map[uint32]float64
+// linkFieldIDs are read once per NVLink link (scope = link number).
+var linkFieldIDs = []uint32{
+	nvml.FI_DEV_NVLINK_THROUGHPUT_DATA_TX,
+	nvml.FI_DEV_NVLINK_THROUGHPUT_DATA_RX,
+	nvml.FI_DEV_NVLINK_ERROR_DL_CRC,
+	nvml.FI_DEV_NVLINK_ERROR_DL_REPLAY,
+	nvml.FI_DEV_NVLINK_ERROR_DL_RECOVERY,
+	nvml.FI_DEV_NVLINK_GET_STATE,
+}
+
+// fieldKey identifies one value of a batch.
+type fieldKey struct {
+	id    uint32
+	scope uint32
+}
+
+// fieldValues holds the decoded values of one batch; absent keys were not supported or
+// failed.
+type fieldValues map[fieldKey]float64
 
 func (f fieldValues) get(id uint32) (float64, bool) {
-	v, ok := f[id]
+	v, ok := f[fieldKey{id: id}]
+	return v, ok
+}
+
+func (f fieldValues) link(id uint32, link int) (float64, bool) {
+	v, ok := f[fieldKey{id: id, scope: uint32(link)}]
 	return v, ok
 }
 
 const callGetFieldValues = "nvmlDeviceGetFieldValues"
 
+// newFieldRequest builds a GPU's batch: the device fields plus the per-link ones.
+func newFieldRequest(links int) []nvml.FieldValue {
+	req := make([]nvml.FieldValue, 0, len(deviceFieldIDs)+links*len(linkFieldIDs))
+	for _, id := range deviceFieldIDs {
+		req = append(req, nvml.FieldValue{FieldId: id})
+	}
+	for l := 0; l < links; l++ {
+		for _, id := range linkFieldIDs {
+			req = append(req, nvml.FieldValue{FieldId: id, ScopeId: uint32(l)})
+		}
+	}
+	return req
+}
+
 func (r *deviceRead) readFields() {
-	if r.skip(callGetFieldValues) {
+	r.fields = fieldValues{}
+	if r.skip(callGetFieldValues) || len(r.dev.fieldRequest) == 0 {
 		return
 	}
-	values := make([]nvml.FieldValue, len(fieldIDs))
-	for i, id := range fieldIDs {
-		values[i].FieldId = id
+	// NVML writes results into the request; reset them so a value from the last scrape
+	// can never be mistaken for this one's.
+	for i := range r.dev.fieldRequest {
+		v := &r.dev.fieldRequest[i]
+		*v = nvml.FieldValue{FieldId: v.FieldId, ScopeId: v.ScopeId}
 	}
-	if !r.ok(callGetFieldValues, r.dev.handle.GetFieldValues(values)) {
+	if !r.ok(callGetFieldValues, r.dev.handle.GetFieldValues(r.dev.fieldRequest)) {
 		return
 	}
-	r.fields = make(fieldValues, len(values))
-	for _, v := range values {
+	for _, v := range r.dev.fieldRequest {
 		ret := nvml.Return(v.NvmlReturn)
 		if ret != nvml.SUCCESS {
 			// A lost GPU can surface per field; any other per-field code means "not
-			// here" and the subsystem falls back to its dedicated call.
+			// here" and the subsystem falls back or leaves the metric out.
 			if nvmlclient.IsDeviceGone(ret) {
 				r.ok(callGetFieldValues, ret)
 				return
@@ -55,7 +111,7 @@ func (r *deviceRead) readFields() {
 			continue
 		}
 		if x, ok := decodeFieldValue(v); ok {
-			r.fields[v.FieldId] = x
+			r.fields[fieldKey{id: v.FieldId, scope: v.ScopeId}] = x
 		}
 	}
 }

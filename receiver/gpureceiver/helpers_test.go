@@ -62,12 +62,48 @@ func startedScraper(t *testing.T, cfg *Config, lib nvml.Interface, clock *fakeCl
 	return s
 }
 
-// gpuResources returns the per-GPU resource metrics (those with hw.id), by UUID.
+// gpuResources returns the per-GPU resource metrics (those with hw.id, without a process
+// or MIG instance), by UUID.
 func gpuResources(md pmetric.Metrics) map[string]pmetric.ResourceMetrics {
+	return resourcesWhere(md, func(a pcommon.Map) bool {
+		_, proc := a.Get("process.pid")
+		_, mig := a.Get("nvidia.mig.uuid")
+		return !proc && !mig
+	}, "hw.id")
+}
+
+// processResources returns the per-process resource metrics, by "GPU or MIG UUID/PID".
+func processResources(md pmetric.Metrics) map[string]pmetric.ResourceMetrics {
 	out := map[string]pmetric.ResourceMetrics{}
 	for i := 0; i < md.ResourceMetrics().Len(); i++ {
 		rm := md.ResourceMetrics().At(i)
-		if id, ok := rm.Resource().Attributes().Get("hw.id"); ok {
+		a := rm.Resource().Attributes()
+		pid, ok := a.Get("process.pid")
+		if !ok {
+			continue
+		}
+		id, _ := a.Get("hw.id")
+		out[id.Str()+"/"+pid.AsString()] = rm
+	}
+	return out
+}
+
+// migResources returns the MIG instance resource metrics, by MIG UUID.
+func migResources(md pmetric.Metrics) map[string]pmetric.ResourceMetrics {
+	return resourcesWhere(md, func(a pcommon.Map) bool {
+		_, proc := a.Get("process.pid")
+		_, mig := a.Get("nvidia.mig.uuid")
+		return !proc && mig
+	}, "nvidia.mig.uuid")
+}
+
+func resourcesWhere(md pmetric.Metrics, keep func(pcommon.Map) bool, key string) map[string]pmetric.ResourceMetrics {
+	out := map[string]pmetric.ResourceMetrics{}
+	for i := 0; i < md.ResourceMetrics().Len(); i++ {
+		rm := md.ResourceMetrics().At(i)
+		a := rm.Resource().Attributes()
+		id, ok := a.Get(key)
+		if ok && keep(a) {
 			out[id.Str()] = rm
 		}
 	}
@@ -136,4 +172,24 @@ func hostResource(t *testing.T, md pmetric.Metrics) pmetric.ResourceMetrics {
 	}
 	t.Fatal("no host-level resource")
 	return pmetric.ResourceMetrics{}
+}
+
+// waitForXIDs waits until the receiver's XID watcher has counted every XID the simulator
+// has raised by now, so that a scrape's XID counters are deterministic.
+func waitForXIDs(t *testing.T, s *gpuScraper, sim *simulator.Simulator) {
+	t.Helper()
+	due := sim.DueXIDs()
+	if due == 0 {
+		return
+	}
+	require.NotNil(t, s.xids, "XIDs are due but no watcher runs")
+	require.Eventually(t, func() bool {
+		var counted uint64
+		for _, d := range s.devices {
+			for _, n := range s.xids.snapshot(d.uuid) {
+				counted += n
+			}
+		}
+		return counted == due
+	}, 10*time.Second, time.Millisecond, "the watcher counts every XID")
 }

@@ -30,9 +30,17 @@ func TestLostGPUDoesNotStopTheOthers(t *testing.T) {
 	assert.Contains(t, err.Error(), lostUUID)
 
 	byUUID := gpuResources(md)
-	require.Len(t, byUUID, 7, "no made-up values for the lost GPU")
-	require.NotContains(t, byUUID, lostUUID)
+	require.Len(t, byUUID, 8, "the lost GPU keeps a resource")
+	lost := byUUID[lostUUID]
+	assert.Equal(t, 1.0, pointValue(t, lost, "hw.status", map[string]string{"hw.state": "failed"}), "and says it failed")
+	assert.Equal(t, 0.0, pointValue(t, lost, "hw.status", map[string]string{"hw.state": "ok"}))
+	_, hasUtil := findMetric(lost, "hw.gpu.utilization")
+	assert.False(t, hasUtil, "no made-up values for the lost GPU")
 	for uuid, rm := range byUUID {
+		if uuid == lostUUID {
+			continue
+		}
+		assert.Equal(t, 1.0, pointValue(t, rm, "hw.status", map[string]string{"hw.state": "ok"}))
 		for _, name := range []string{"hw.gpu.utilization", "hw.gpu.memory.usage", "hw.temperature", "hw.power", "hw.energy"} {
 			_, ok := findMetric(rm, name)
 			assert.Truef(t, ok, "GPU %s still reports %s", uuid, name)
@@ -46,4 +54,5 @@ func TestLostGPUDoesNotStopTheOthers(t *testing.T) {
 	require.NoError(t, err)
 	_, ok := findMetric(gpuResources(md)[lostUUID], "hw.gpu.utilization")
 	assert.True(t, ok)
+	assert.Equal(t, 1.0, pointValue(t, gpuResources(md)[lostUUID], "hw.status", map[string]string{"hw.state": "ok"}))
 }

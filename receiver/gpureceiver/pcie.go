@@ -1,24 +1,59 @@
 package gpureceiver // import "github.com/otelcol-gpu/otelcol-gpu/receiver/gpureceiver"
 
-import "github.com/NVIDIA/go-nvml/pkg/nvml"
+import (
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
-const callGetPcieReplayCounter = "nvmlDeviceGetPcieReplayCounter"
+	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpureceiver/internal/metadata"
+)
 
-// recordPCIe reports the PCIe replay counter: link-level retransmissions, an early sign of
-// a bad riser, slot or cable.
+const (
+	callGetPcieReplayCounter      = "nvmlDeviceGetPcieReplayCounter"
+	callGetCurrPcieLinkGeneration = "nvmlDeviceGetCurrPcieLinkGeneration"
+	callGetCurrPcieLinkWidth      = "nvmlDeviceGetCurrPcieLinkWidth"
+)
+
+// recordPCIe reports the PCIe replay counter (link-level retransmissions: an early sign of
+// a bad riser, slot or cable), the byte counters, and the link's generation and width next
+// to their maxima (a link trained below its maximum is a degraded link).
 func (r *deviceRead) recordPCIe() {
-	if !r.metrics().NvidiaGpuPcieReplays.Enabled {
+	m := r.metrics()
+	if m.NvidiaGpuPcieReplays.Enabled {
+		if v, ok := r.fields.get(nvml.FI_DEV_PCIE_REPLAY_COUNTER); ok {
+			r.mb.RecordNvidiaGpuPcieReplaysDataPoint(r.now, int64(v))
+		} else if !r.skip(callGetPcieReplayCounter) {
+			v, ret := r.dev.handle.GetPcieReplayCounter()
+			if r.ok(callGetPcieReplayCounter, ret) {
+				r.mb.RecordNvidiaGpuPcieReplaysDataPoint(r.now, int64(v))
+			}
+		}
+	}
+	if m.HwGpuIo.Enabled && !r.gone {
+		if v, ok := r.fields.get(nvml.FI_DEV_PCIE_COUNT_TX_BYTES); ok {
+			r.mb.RecordHwGpuIoDataPoint(r.now, int64(v), metadata.AttributeNetworkIoDirectionTransmit)
+		}
+		if v, ok := r.fields.get(nvml.FI_DEV_PCIE_COUNT_RX_BYTES); ok {
+			r.mb.RecordHwGpuIoDataPoint(r.now, int64(v), metadata.AttributeNetworkIoDirectionReceive)
+		}
+	}
+	if m.NvidiaGpuPcieLinkGeneration.Enabled && !r.skip(callGetCurrPcieLinkGeneration) {
+		gen, ret := r.dev.handle.GetCurrPcieLinkGeneration()
+		if r.ok(callGetCurrPcieLinkGeneration, ret) {
+			r.mb.RecordNvidiaGpuPcieLinkGenerationDataPoint(r.now, int64(gen))
+		}
+	}
+	if m.NvidiaGpuPcieLinkWidth.Enabled && !r.skip(callGetCurrPcieLinkWidth) {
+		w, ret := r.dev.handle.GetCurrPcieLinkWidth()
+		if r.ok(callGetCurrPcieLinkWidth, ret) {
+			r.mb.RecordNvidiaGpuPcieLinkWidthDataPoint(r.now, int64(w))
+		}
+	}
+	if r.gone {
 		return
 	}
-	if v, ok := r.fields.get(nvml.FI_DEV_PCIE_REPLAY_COUNTER); ok {
-		r.mb.RecordNvidiaGpuPcieReplaysDataPoint(r.now, int64(v))
-		return
+	if st := r.dev.static; st.pcieMaxGen > 0 {
+		r.mb.RecordNvidiaGpuPcieLinkGenerationMaxDataPoint(r.now, int64(st.pcieMaxGen))
 	}
-	if r.skip(callGetPcieReplayCounter) {
-		return
-	}
-	v, ret := r.dev.handle.GetPcieReplayCounter()
-	if r.ok(callGetPcieReplayCounter, ret) {
-		r.mb.RecordNvidiaGpuPcieReplaysDataPoint(r.now, int64(v))
+	if st := r.dev.static; st.pcieMaxWidth > 0 {
+		r.mb.RecordNvidiaGpuPcieLinkWidthMaxDataPoint(r.now, int64(st.pcieMaxWidth))
 	}
 }

@@ -13,8 +13,9 @@ const (
 	milli                         = 1000.0
 )
 
-// recordPower reports power draw and limit (NVML: mW) in W, and the energy counter
-// (NVML: mJ since driver load) in J.
+// recordPower reports power draw and limits (NVML: mW) in W, and the energy counter
+// (NVML: mJ since driver load) in J. The enforced limit is read every scrape (an operator
+// or the driver may change it); default, min and max are read at discovery.
 func (r *deviceRead) recordPower() {
 	m := r.metrics()
 	if m.HwPower.Enabled && !r.skip(callGetPowerUsage) {
@@ -23,10 +24,27 @@ func (r *deviceRead) recordPower() {
 			r.mb.RecordHwPowerDataPoint(r.now, float64(p)/milli)
 		}
 	}
-	if m.NvidiaGpuPowerLimit.Enabled && !r.skip(callGetEnforcedPowerLimit) {
-		l, ret := r.dev.handle.GetEnforcedPowerLimit()
-		if r.ok(callGetEnforcedPowerLimit, ret) {
-			r.mb.RecordNvidiaGpuPowerLimitDataPoint(r.now, float64(l)/milli, metadata.AttributeNvidiaGpuPowerLimitTypeEnforced)
+	if m.NvidiaGpuPowerLimit.Enabled {
+		if !r.skip(callGetEnforcedPowerLimit) {
+			l, ret := r.dev.handle.GetEnforcedPowerLimit()
+			if r.ok(callGetEnforcedPowerLimit, ret) {
+				r.mb.RecordNvidiaGpuPowerLimitDataPoint(r.now, float64(l)/milli, metadata.AttributeNvidiaGpuPowerLimitTypeEnforced)
+			}
+		}
+		if !r.gone {
+			st := r.dev.static
+			for _, l := range []struct {
+				mw   uint32
+				kind metadata.AttributeNvidiaGpuPowerLimitType
+			}{
+				{st.powerDefaultMW, metadata.AttributeNvidiaGpuPowerLimitTypeDefault},
+				{st.powerMinMW, metadata.AttributeNvidiaGpuPowerLimitTypeMin},
+				{st.powerMaxMW, metadata.AttributeNvidiaGpuPowerLimitTypeMax},
+			} {
+				if l.mw > 0 {
+					r.mb.RecordNvidiaGpuPowerLimitDataPoint(r.now, float64(l.mw)/milli, l.kind)
+				}
+			}
 		}
 	}
 	if m.HwEnergy.Enabled {

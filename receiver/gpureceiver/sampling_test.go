@@ -32,6 +32,7 @@ func oneGPU() (*mock.Interface, *mock.Device) {
 			return &mock.ExtendedInterface{LookupSymbolFunc: func(string) error { return nil }}
 		},
 	}
+	simulator.FillNotSupported(lib)
 	return lib, dev
 }
 

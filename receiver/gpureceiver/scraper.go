@@ -15,9 +15,20 @@ import (
 	"go.opentelemetry.io/collector/scraper/scrapererror"
 	"go.uber.org/zap"
 
+	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpureceiver/internal/gpm"
 	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpureceiver/internal/metadata"
 	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpureceiver/internal/nvmlclient"
 )
+
+// rediscoverAfter is how long a GPU must be lost before NVML is re-initialised to find it
+// again (handles are not revalidated by the driver), and the least time between two
+// re-initialisations.
+const rediscoverAfter = time.Minute
+
+// gpmSource is implemented by libraries that bring their own GPM reader (the simulator).
+type gpmSource interface {
+	GPM() gpm.Reader
+}
 
 // gpuScraper reads every GPU once per collection interval.
 type gpuScraper struct {
@@ -31,6 +42,12 @@ type gpuScraper struct {
 	hostName     string
 	hostResource pcommon.Resource
 	devices      []*gpuDevice
+	xids         *xidWatcher
+	gpm          gpm.Reader
+	lastReinit   time.Time
+	// procNames caches process names by PID; procSeen marks the PIDs of this scrape.
+	procNames map[uint32]string
+	procSeen  map[uint32]bool
 	// nvmlDown remembers the last reported state so that logs and component status change
 	// only when the state does, not on every scrape.
 	nvmlDown     bool
@@ -46,8 +63,28 @@ func newGPUScraper(cfg *Config, set receiver.Settings, lib nvml.Interface, now f
 			Initial: cfg.NVML.InitRetry.InitialInterval,
 			Max:     cfg.NVML.InitRetry.MaxInterval,
 		}),
-		mb: metadata.NewMetricsBuilder(cfg.MetricsBuilderConfig, set, metadata.WithStartTime(pcommon.NewTimestampFromTime(now()))),
+		mb:        metadata.NewMetricsBuilder(cfg.MetricsBuilderConfig, set, metadata.WithStartTime(pcommon.NewTimestampFromTime(now()))),
+		gpm:       gpmFor(lib),
+		procNames: map[uint32]string{},
+		procSeen:  map[uint32]bool{},
 	}
+}
+
+func gpmFor(lib nvml.Interface) gpm.Reader {
+	if src, ok := lib.(gpmSource); ok {
+		return src.GPM()
+	}
+	return newNVMLGPM(lib)
+}
+
+// gpmUsable reports whether the driver has the GPM entry points.
+func (s *gpuScraper) gpmUsable() bool {
+	for _, sym := range gpmSymbols {
+		if !s.session.HasSymbol(sym) {
+			return false
+		}
+	}
+	return true
 }
 
 func (s *gpuScraper) start(_ context.Context, host component.Host) error {
@@ -70,8 +107,57 @@ func (s *gpuScraper) start(_ context.Context, host component.Host) error {
 }
 
 func (s *gpuScraper) shutdown(context.Context) error {
+	s.stopWatchers()
 	s.session.Shutdown()
 	return nil
+}
+
+// startWatchers starts what runs beside the scrapes once GPUs are known: the XID stream.
+func (s *gpuScraper) startWatchers() {
+	lib := s.session.Lib()
+	if lib == nil || !s.cfg.Metrics.NvidiaGpuXidErrors.Enabled && !s.cfg.Metrics.HwStatus.Enabled {
+		return
+	}
+	old := s.xids
+	s.xids = startXIDWatcher(lib, s.devices, s.logger, s.now)
+	if s.xids != nil {
+		s.xids.carryCounts(old)
+	}
+}
+
+// stopWatchers stops the XID goroutine and releases GPM samples; it must run before NVML
+// is shut down.
+func (s *gpuScraper) stopWatchers() {
+	if s.xids != nil {
+		s.xids.close()
+	}
+	s.gpm.Close()
+}
+
+// maybeRediscover re-initialises NVML when a GPU has been lost for a while: after a GPU
+// falls off the bus and is reset, only a fresh Init finds it again.
+func (s *gpuScraper) maybeRediscover() {
+	now := s.now()
+	if now.Sub(s.lastReinit) < rediscoverAfter {
+		return
+	}
+	lost := false
+	for _, d := range s.devices {
+		if d.gone && now.Sub(d.goneSince) >= rediscoverAfter {
+			lost = true
+		}
+	}
+	if !lost {
+		return
+	}
+	s.lastReinit = now
+	s.logger.Info("A GPU has been lost for a while; re-initialising NVML to find it again")
+	old := s.xids
+	s.stopWatchers()
+	s.xids = old // keep the counters; a new watcher takes them over
+	s.session.Shutdown()
+	s.session.ResetBackoff()
+	s.ensureNVML()
 }
 
 // ensureNVML initialises NVML when needed and reports state changes once.
@@ -85,6 +171,7 @@ func (s *gpuScraper) ensureNVML() {
 		s.nvmlDown = false
 		s.lastInitFail = nvml.SUCCESS
 		s.discoverDevices()
+		s.startWatchers()
 		s.reportStatus(componentstatus.NewEvent(componentstatus.StatusOK))
 	case nvmlclient.Failed:
 		ret := nvmlclient.ReturnOf(err)
@@ -130,16 +217,23 @@ func (s *gpuScraper) scrape(context.Context) (pmetric.Metrics, error) {
 	if lib != nil {
 		if len(s.devices) == 0 {
 			s.discoverDevices()
+			s.startWatchers()
 		}
 		for _, d := range s.devices {
 			r := newDeviceRead(s, lib, d, now)
 			r.recordAll()
+			// The GPU's own metrics first, then its MIG instances and processes, each
+			// on a resource of its own.
+			s.mb.EmitForResource(metadata.WithResource(d.resource))
+			migs := s.recordMIG(r)
+			s.recordProcesses(r, migs)
 			if err := r.err(); err != nil {
 				errs = append(errs, err)
 				failed += r.failed
 			}
-			s.mb.EmitForResource(metadata.WithResource(d.resource))
 		}
+		s.forgetProcesses()
+		s.maybeRediscover()
 	}
 	s.recordReceiverHealth(now, lib != nil)
 

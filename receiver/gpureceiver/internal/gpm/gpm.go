@@ -11,7 +11,8 @@ type Activity int
 
 // The activities the receiver reports, each a ratio 0–1 over the interval.
 const (
-	SMActive Activity = iota
+	GraphicsActive Activity = iota
+	SMActive
 	SMOccupancy
 	TensorActive
 	DRAMActive

@@ -397,8 +397,7 @@ type AttributeNvidiaGpuNvlinkErrorType int
 
 const (
 	_ AttributeNvidiaGpuNvlinkErrorType = iota
-	AttributeNvidiaGpuNvlinkErrorTypeCrcFlit
-	AttributeNvidiaGpuNvlinkErrorTypeCrcData
+	AttributeNvidiaGpuNvlinkErrorTypeCrc
 	AttributeNvidiaGpuNvlinkErrorTypeReplay
 	AttributeNvidiaGpuNvlinkErrorTypeRecovery
 )
@@ -406,10 +405,8 @@ const (
 // String returns the string representation of the AttributeNvidiaGpuNvlinkErrorType.
 func (av AttributeNvidiaGpuNvlinkErrorType) String() string {
 	switch av {
-	case AttributeNvidiaGpuNvlinkErrorTypeCrcFlit:
-		return "crc_flit"
-	case AttributeNvidiaGpuNvlinkErrorTypeCrcData:
-		return "crc_data"
+	case AttributeNvidiaGpuNvlinkErrorTypeCrc:
+		return "crc"
 	case AttributeNvidiaGpuNvlinkErrorTypeReplay:
 		return "replay"
 	case AttributeNvidiaGpuNvlinkErrorTypeRecovery:
@@ -420,8 +417,7 @@ func (av AttributeNvidiaGpuNvlinkErrorType) String() string {
 
 // MapAttributeNvidiaGpuNvlinkErrorType is a helper map of string to AttributeNvidiaGpuNvlinkErrorType attribute value.
 var MapAttributeNvidiaGpuNvlinkErrorType = map[string]AttributeNvidiaGpuNvlinkErrorType{
-	"crc_flit": AttributeNvidiaGpuNvlinkErrorTypeCrcFlit,
-	"crc_data": AttributeNvidiaGpuNvlinkErrorTypeCrcData,
+	"crc":      AttributeNvidiaGpuNvlinkErrorTypeCrc,
 	"replay":   AttributeNvidiaGpuNvlinkErrorTypeReplay,
 	"recovery": AttributeNvidiaGpuNvlinkErrorTypeRecovery,
 }
@@ -465,6 +461,7 @@ type AttributeNvidiaGpuProfilingMetric int
 
 const (
 	_ AttributeNvidiaGpuProfilingMetric = iota
+	AttributeNvidiaGpuProfilingMetricGraphicsActive
 	AttributeNvidiaGpuProfilingMetricSmActive
 	AttributeNvidiaGpuProfilingMetricSmOccupancy
 	AttributeNvidiaGpuProfilingMetricTensorActive
@@ -477,6 +474,8 @@ const (
 // String returns the string representation of the AttributeNvidiaGpuProfilingMetric.
 func (av AttributeNvidiaGpuProfilingMetric) String() string {
 	switch av {
+	case AttributeNvidiaGpuProfilingMetricGraphicsActive:
+		return "graphics_active"
 	case AttributeNvidiaGpuProfilingMetricSmActive:
 		return "sm_active"
 	case AttributeNvidiaGpuProfilingMetricSmOccupancy:
@@ -497,13 +496,14 @@ func (av AttributeNvidiaGpuProfilingMetric) String() string {
 
 // MapAttributeNvidiaGpuProfilingMetric is a helper map of string to AttributeNvidiaGpuProfilingMetric attribute value.
 var MapAttributeNvidiaGpuProfilingMetric = map[string]AttributeNvidiaGpuProfilingMetric{
-	"sm_active":     AttributeNvidiaGpuProfilingMetricSmActive,
-	"sm_occupancy":  AttributeNvidiaGpuProfilingMetricSmOccupancy,
-	"tensor_active": AttributeNvidiaGpuProfilingMetricTensorActive,
-	"dram_active":   AttributeNvidiaGpuProfilingMetricDramActive,
-	"fp64_active":   AttributeNvidiaGpuProfilingMetricFp64Active,
-	"fp32_active":   AttributeNvidiaGpuProfilingMetricFp32Active,
-	"fp16_active":   AttributeNvidiaGpuProfilingMetricFp16Active,
+	"graphics_active": AttributeNvidiaGpuProfilingMetricGraphicsActive,
+	"sm_active":       AttributeNvidiaGpuProfilingMetricSmActive,
+	"sm_occupancy":    AttributeNvidiaGpuProfilingMetricSmOccupancy,
+	"tensor_active":   AttributeNvidiaGpuProfilingMetricTensorActive,
+	"dram_active":     AttributeNvidiaGpuProfilingMetricDramActive,
+	"fp64_active":     AttributeNvidiaGpuProfilingMetricFp64Active,
+	"fp32_active":     AttributeNvidiaGpuProfilingMetricFp32Active,
+	"fp16_active":     AttributeNvidiaGpuProfilingMetricFp16Active,
 }
 
 // AttributeNvidiaGpuRetiredPagesCause specifies the value nvidia.gpu.retired_pages.cause attribute.

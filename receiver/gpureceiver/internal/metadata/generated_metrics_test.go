@@ -199,9 +199,9 @@ func TestMetricsBuilder(t *testing.T) {
 			mb.RecordNvidiaGpuMemoryCopyUtilizationDataPoint(ts, 1)
 			defaultMetricsCount++
 			allMetricsCount++
-			mb.RecordNvidiaGpuNvlinkErrorsDataPoint(ts, 1, 22, AttributeNvidiaGpuNvlinkErrorTypeCrcFlit)
+			mb.RecordNvidiaGpuNvlinkErrorsDataPoint(ts, 1, 22, AttributeNvidiaGpuNvlinkErrorTypeCrc)
 			if tt.name == "reaggregate_set" {
-				mb.RecordNvidiaGpuNvlinkErrorsDataPoint(ts, 3, 23, AttributeNvidiaGpuNvlinkErrorTypeCrcData)
+				mb.RecordNvidiaGpuNvlinkErrorsDataPoint(ts, 3, 23, AttributeNvidiaGpuNvlinkErrorTypeReplay)
 			}
 			defaultMetricsCount++
 			allMetricsCount++
@@ -250,9 +250,9 @@ func TestMetricsBuilder(t *testing.T) {
 			}
 			defaultMetricsCount++
 			allMetricsCount++
-			mb.RecordNvidiaGpuProfilingActivityDataPoint(ts, 1, AttributeNvidiaGpuProfilingMetricSmActive)
+			mb.RecordNvidiaGpuProfilingActivityDataPoint(ts, 1, AttributeNvidiaGpuProfilingMetricGraphicsActive)
 			if tt.name == "reaggregate_set" {
-				mb.RecordNvidiaGpuProfilingActivityDataPoint(ts, 3, AttributeNvidiaGpuProfilingMetricSmOccupancy)
+				mb.RecordNvidiaGpuProfilingActivityDataPoint(ts, 3, AttributeNvidiaGpuProfilingMetricSmActive)
 			}
 			defaultMetricsCount++
 			allMetricsCount++
@@ -1003,7 +1003,7 @@ func TestMetricsBuilder(t *testing.T) {
 						assert.EqualValues(t, 22, nvidiaGpuNvlinkLinkAttrVal.Int())
 						nvidiaGpuNvlinkErrorTypeAttrVal, ok := dp.Attributes().Get("nvidia.gpu.nvlink.error.type")
 						assert.True(t, ok)
-						assert.Equal(t, "crc_flit", nvidiaGpuNvlinkErrorTypeAttrVal.Str())
+						assert.Equal(t, "crc", nvidiaGpuNvlinkErrorTypeAttrVal.Str())
 					} else {
 						assert.False(t, validatedMetrics["nvidia.gpu.nvlink.errors"], "Found a duplicate in the metrics slice: nvidia.gpu.nvlink.errors")
 						validatedMetrics["nvidia.gpu.nvlink.errors"] = true
@@ -1316,7 +1316,7 @@ func TestMetricsBuilder(t *testing.T) {
 						assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
 						nvidiaGpuProfilingMetricAttrVal, ok := dp.Attributes().Get("nvidia.gpu.profiling.metric")
 						assert.True(t, ok)
-						assert.Equal(t, "sm_active", nvidiaGpuProfilingMetricAttrVal.Str())
+						assert.Equal(t, "graphics_active", nvidiaGpuProfilingMetricAttrVal.Str())
 					} else {
 						assert.False(t, validatedMetrics["nvidia.gpu.profiling.activity"], "Found a duplicate in the metrics slice: nvidia.gpu.profiling.activity")
 						validatedMetrics["nvidia.gpu.profiling.activity"] = true

@@ -89,6 +89,15 @@ func (s *Session) EnsureInitialized() (InitOutcome, error) {
 	return JustInitialized, nil
 }
 
+// ResetBackoff lets the next EnsureInitialized call Init at once (a deliberate
+// re-initialisation, not a retry after failure).
+func (s *Session) ResetBackoff() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.nextAttempt = time.Time{}
+	s.delay = s.retry.Initial
+}
+
 // Lib is the library while NVML is initialized, nil otherwise.
 func (s *Session) Lib() nvml.Interface {
 	s.mu.Lock()

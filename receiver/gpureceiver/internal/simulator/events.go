@@ -15,9 +15,10 @@ import (
 type eventSource struct {
 	sim *Simulator
 
-	mu       sync.Mutex
-	emitted  map[int]map[uint64]uint64 // GPU index → XID → delivered from the scenario
-	injected map[int]map[uint64]uint64 // GPU index → XID → still to deliver
+	mu        sync.Mutex
+	emitted   map[int]map[uint64]uint64 // GPU index → XID → delivered from the scenario
+	injected  map[int]map[uint64]uint64 // GPU index → XID → still to deliver
+	delivered uint64
 }
 
 func newEventSource(s *Simulator) *eventSource {
@@ -34,6 +35,31 @@ func (s *Simulator) InjectXID(index int, code, n uint64) {
 	s.events.injected[index][code] += n
 }
 
+// DeliveredXIDs is how many XID events the simulated driver has handed out so far.
+func (s *Simulator) DeliveredXIDs() uint64 {
+	s.events.mu.Lock()
+	defer s.events.mu.Unlock()
+	return s.events.delivered
+}
+
+// DueXIDs is how many XID events the scenario and injections have raised by now
+// (delivered or not) for the GPUs a watcher registered.
+func (s *Simulator) DueXIDs() uint64 {
+	s.events.mu.Lock()
+	defer s.events.mu.Unlock()
+	t := s.elapsed()
+	due := s.events.delivered
+	for _, d := range s.devices {
+		for _, n := range s.events.injected[d.index] {
+			due += n
+		}
+		for _, x := range s.scenario(s.machine, d.index, t).xids {
+			due += x.count - s.events.emitted[d.index][x.code]
+		}
+	}
+	return due
+}
+
 // next pops one pending XID of the given GPUs, in GPU then code order.
 func (e *eventSource) next(devices []*Device) (nvml.EventData, bool) {
 	e.mu.Lock()
@@ -45,6 +71,7 @@ func (e *eventSource) next(devices []*Device) (nvml.EventData, bool) {
 			if pending[code]--; pending[code] == 0 {
 				delete(pending, code)
 			}
+			e.delivered++
 			return xidEvent(d, code), true
 		}
 		for _, x := range e.sim.scenario(e.sim.machine, d.index, t).xids {
@@ -53,6 +80,7 @@ func (e *eventSource) next(devices []*Device) (nvml.EventData, bool) {
 			}
 			if e.emitted[d.index][x.code] < x.count {
 				e.emitted[d.index][x.code]++
+				e.delivered++
 				return xidEvent(d, x.code), true
 			}
 		}

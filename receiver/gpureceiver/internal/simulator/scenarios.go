@@ -45,8 +45,9 @@ type reading struct {
 	// device's.
 	processes []process
 
-	// GPM activity ratios 0–1 (sm_active, sm_occupancy, tensor, dram, fp64, fp32, fp16).
-	gpm [7]float64
+	// GPM activity ratios 0–1 (graphics, sm_active, sm_occupancy, tensor, dram, fp64,
+	// fp32, fp16).
+	gpm [8]float64
 }
 
 type xidCount struct {
@@ -117,7 +118,7 @@ func (m *machine) derive(r *reading, gpu int, t float64) {
 		r.clockEvents |= nvml.ClocksEventReasonGpuIdle
 		r.throttleSeconds[causeLowUtilization] = t
 	}
-	r.gpm = [7]float64{busy * 0.93, busy * 0.55, busy * 0.62, r.memoryCopyUtil / 100, busy * 0.02, busy * 0.21, busy * 0.05}
+	r.gpm = [8]float64{busy, busy * 0.93, busy * 0.55, busy * 0.62, r.memoryCopyUtil / 100, busy * 0.02, busy * 0.21, busy * 0.05}
 	if r.fbUsedFraction > 0.01 {
 		r.processes = []process{{pid: uint32(20000 + gpu), name: "python3", memShare: 1, smShare: 1}}
 	}

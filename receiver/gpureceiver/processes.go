@@ -1,0 +1,166 @@
+package gpureceiver // import "github.com/otelcol-gpu/otelcol-gpu/receiver/gpureceiver"
+
+import (
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
+	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpureceiver/internal/metadata"
+)
+
+const (
+	callGetComputeProcesses  = "nvmlDeviceGetComputeRunningProcesses"
+	callGetGraphicsProcesses = "nvmlDeviceGetGraphicsRunningProcesses"
+	callGetProcessUtil       = "nvmlDeviceGetProcessUtilization"
+	// notAvailable is what NVML puts in UsedGpuMemory when it cannot tell (e.g. without
+	// permission on Windows-style drivers).
+	notAvailable = ^uint64(0)
+	// noInstance is what NVML puts in the MIG instance ids of a process outside MIG.
+	noInstance = 0xFFFFFFFF
+)
+
+// gpuProcess is one process seen on a GPU in this scrape.
+type gpuProcess struct {
+	pid      uint32
+	memory   uint64
+	hasMem   bool
+	graphics bool
+	// gpuInstance is the MIG GPU instance the process runs in, noInstance outside MIG.
+	gpuInstance uint32
+}
+
+// processUtil is one process's average engine utilization (percent) over the interval.
+type processUtil struct {
+	sm, mem, enc, dec float64
+	n                 int
+}
+
+// readProcesses lists the compute and graphics processes of a GPU. A process using both
+// appears in both lists; it is reported once, as compute.
+func (r *deviceRead) readProcesses() []gpuProcess {
+	var out []gpuProcess
+	seen := map[uint32]bool{}
+	for _, q := range []struct {
+		call     string
+		graphics bool
+		list     func() ([]nvml.ProcessInfo, nvml.Return)
+	}{
+		{callGetComputeProcesses, false, r.dev.handle.GetComputeRunningProcesses},
+		{callGetGraphicsProcesses, true, r.dev.handle.GetGraphicsRunningProcesses},
+	} {
+		if r.skip(q.call) {
+			continue
+		}
+		infos, ret := q.list()
+		if !r.ok(q.call, ret) {
+			continue
+		}
+		for _, p := range infos {
+			// go-nvml#75: some drivers return shuffled entries; a PID of 0 is one of them.
+			if p.Pid == 0 || seen[p.Pid] {
+				continue
+			}
+			seen[p.Pid] = true
+			out = append(out, gpuProcess{
+				pid:         p.Pid,
+				memory:      p.UsedGpuMemory,
+				hasMem:      p.UsedGpuMemory != notAvailable,
+				graphics:    q.graphics,
+				gpuInstance: p.GpuInstanceId,
+			})
+		}
+	}
+	return out
+}
+
+// readProcessUtilization averages the per-process samples taken since the last scrape
+// (nvmlDeviceGetProcessUtilization; the newer GetProcessesUtilizationInfo is broken in
+// go-nvml). NOT_FOUND means no process ran in the interval.
+func (r *deviceRead) readProcessUtilization() map[uint32]*processUtil {
+	if r.skip(callGetProcessUtil) || !r.metrics().NvidiaGpuProcessUtilization.Enabled {
+		return nil
+	}
+	samples, ret := r.dev.handle.GetProcessUtilization(r.dev.lastProcessTS)
+	if !r.ok(callGetProcessUtil, ret) {
+		return nil
+	}
+	out := map[uint32]*processUtil{}
+	for _, smp := range samples {
+		u := out[smp.Pid]
+		if u == nil {
+			u = &processUtil{}
+			out[smp.Pid] = u
+		}
+		u.sm += float64(smp.SmUtil)
+		u.mem += float64(smp.MemUtil)
+		u.enc += float64(smp.EncUtil)
+		u.dec += float64(smp.DecUtil)
+		u.n++
+		r.dev.lastProcessTS = max(r.dev.lastProcessTS, smp.TimeStamp)
+	}
+	return out
+}
+
+// recordProcesses emits one resource per process on the GPU: the GPU's identity (or its
+// MIG instance's) plus the process's, so that shared GPUs can be told apart per process
+// and, downstream, per pod.
+func (s *gpuScraper) recordProcesses(r *deviceRead, migs map[uint32]*migInstance) {
+	m := r.metrics()
+	if r.gone || r.dev.handle == nil || (!m.NvidiaGpuProcessMemoryUsage.Enabled && !m.NvidiaGpuProcessUtilization.Enabled) {
+		return
+	}
+	procs := r.readProcesses()
+	if len(procs) == 0 {
+		return
+	}
+	utils := r.readProcessUtilization()
+	for _, p := range procs {
+		if p.hasMem {
+			r.mb.RecordNvidiaGpuProcessMemoryUsageDataPoint(r.now, int64(p.memory))
+		}
+		if u := utils[p.pid]; u != nil && u.n > 0 {
+			n := float64(u.n) * percent
+			r.mb.RecordNvidiaGpuProcessUtilizationDataPoint(r.now, u.sm/n, metadata.AttributeNvidiaGpuEngineSm)
+			r.mb.RecordNvidiaGpuProcessUtilizationDataPoint(r.now, u.mem/n, metadata.AttributeNvidiaGpuEngineMemory)
+			r.mb.RecordNvidiaGpuProcessUtilizationDataPoint(r.now, u.enc/n, metadata.AttributeNvidiaGpuEngineEncoder)
+			r.mb.RecordNvidiaGpuProcessUtilizationDataPoint(r.now, u.dec/n, metadata.AttributeNvidiaGpuEngineDecoder)
+		}
+		rb := s.identityBuilder(r.dev)
+		if mi := migs[p.gpuInstance]; p.gpuInstance != noInstance && mi != nil {
+			mi.describe(rb, r.dev)
+		}
+		rb.SetProcessPid(int64(p.pid))
+		rb.SetProcessExecutableName(s.processName(p.pid))
+		if p.graphics {
+			rb.SetNvidiaGpuProcessType("graphics")
+		} else {
+			rb.SetNvidiaGpuProcessType("compute")
+		}
+		r.mb.EmitForResource(metadata.WithResource(rb.Emit()))
+	}
+}
+
+// processName asks NVML once per PID and caches the answer for as long as the PID is
+// seen; forgetProcesses drops PIDs that are gone.
+func (s *gpuScraper) processName(pid uint32) string {
+	if name, ok := s.procNames[pid]; ok {
+		s.procSeen[pid] = true
+		return name
+	}
+	name := ""
+	if lib := s.session.Lib(); lib != nil {
+		if n, ret := lib.SystemGetProcessName(int(pid)); ret == nvml.SUCCESS {
+			name = n
+		}
+	}
+	s.procNames[pid] = name
+	s.procSeen[pid] = true
+	return name
+}
+
+func (s *gpuScraper) forgetProcesses() {
+	for pid := range s.procNames {
+		if !s.procSeen[pid] {
+			delete(s.procNames, pid)
+		}
+	}
+	clear(s.procSeen)
+}

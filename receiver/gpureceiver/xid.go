@@ -1,0 +1,201 @@
+package gpureceiver // import "github.com/otelcol-gpu/otelcol-gpu/receiver/gpureceiver"
+
+import (
+	"sync"
+	"time"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"go.uber.org/zap"
+
+	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpureceiver/internal/nvmlclient"
+)
+
+const (
+	// xidWaitMillis bounds how long the watcher blocks inside NVML, and so how long
+	// Shutdown waits for it.
+	xidWaitMillis = 500
+	// maxXIDCodesPerGPU bounds the counters kept per GPU; codes beyond it are counted
+	// under xidOverflowCode. Real drivers define a few hundred codes; a GPU rarely shows
+	// more than a handful.
+	maxXIDCodesPerGPU = 64
+	xidOverflowCode   = 0
+	// healthWindow is how long an XID keeps a GPU degraded or failed.
+	healthWindow = 10 * time.Minute
+)
+
+// xidWatcher reads XID events from an NVML event set on its own goroutine, so that a storm
+// of events never lands on the scrape path. Memory is bounded: counters per (GPU, code),
+// capped per GPU, and the time of the last serious and fatal XID.
+type xidWatcher struct {
+	logger *zap.Logger
+	now    func() time.Time
+	set    nvml.EventSet
+	uuids  map[nvml.Device]string
+
+	mu         sync.Mutex
+	counts     map[string]map[uint64]uint64
+	lastFatal  map[string]time.Time
+	lastSevere map[string]time.Time
+
+	stop      chan struct{}
+	done      chan struct{}
+	closeOnce sync.Once
+}
+
+// startXIDWatcher registers every GPU that supports XID events. It returns nil when NVML
+// has no event support here; GPUs keep being read either way.
+func startXIDWatcher(lib nvml.Interface, devices []*gpuDevice, logger *zap.Logger, now func() time.Time) *xidWatcher {
+	set, ret := lib.EventSetCreate()
+	if ret != nvml.SUCCESS {
+		logger.Info("XID events are not available; nvidia.gpu.xid.errors will be absent", zap.String("nvml_error", nvmlclient.ReturnName(ret)))
+		return nil
+	}
+	w := &xidWatcher{
+		logger:     logger,
+		now:        now,
+		set:        set,
+		uuids:      map[nvml.Device]string{},
+		counts:     map[string]map[uint64]uint64{},
+		lastFatal:  map[string]time.Time{},
+		lastSevere: map[string]time.Time{},
+		stop:       make(chan struct{}),
+		done:       make(chan struct{}),
+	}
+	for _, d := range devices {
+		if d.handle == nil {
+			continue
+		}
+		supported, ret := d.handle.GetSupportedEventTypes()
+		if ret != nvml.SUCCESS || supported&nvml.EventTypeXidCriticalError == 0 {
+			continue
+		}
+		if ret := d.handle.RegisterEvents(nvml.EventTypeXidCriticalError, set); ret != nvml.SUCCESS {
+			logger.Warn("Cannot register for XID events", zap.Int("gpu", d.index), zap.String("nvml_error", nvmlclient.ReturnName(ret)))
+			continue
+		}
+		w.uuids[d.handle] = d.uuid
+		w.counts[d.uuid] = map[uint64]uint64{}
+	}
+	if len(w.uuids) == 0 {
+		set.Free()
+		return nil
+	}
+	go w.run()
+	return w
+}
+
+func (w *xidWatcher) run() {
+	defer close(w.done)
+	for {
+		select {
+		case <-w.stop:
+			return
+		default:
+		}
+		ev, ret := w.set.Wait(xidWaitMillis)
+		switch {
+		case ret == nvml.SUCCESS:
+			w.record(ev)
+		case ret == nvml.ERROR_TIMEOUT:
+		default:
+			// A lost GPU or a driver problem: back off instead of spinning.
+			select {
+			case <-w.stop:
+				return
+			case <-time.After(xidWaitMillis * time.Millisecond):
+			}
+		}
+	}
+}
+
+func (w *xidWatcher) record(ev nvml.EventData) {
+	if ev.EventType&nvml.EventTypeXidCriticalError == 0 {
+		return
+	}
+	uuid, ok := w.uuids[ev.Device]
+	if !ok {
+		return
+	}
+	code := ev.EventData
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	counts := w.counts[uuid]
+	if _, seen := counts[code]; !seen && len(counts) >= maxXIDCodesPerGPU {
+		code = xidOverflowCode
+	}
+	counts[code]++
+	switch xidSeverityOf(ev.EventData) {
+	case xidFatal:
+		w.lastFatal[uuid] = w.now()
+	case xidSevere:
+		w.lastSevere[uuid] = w.now()
+	}
+}
+
+// snapshot copies one GPU's counters.
+func (w *xidWatcher) snapshot(uuid string) map[uint64]uint64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make(map[uint64]uint64, len(w.counts[uuid]))
+	for code, n := range w.counts[uuid] {
+		out[code] = n
+	}
+	return out
+}
+
+// registered reports whether the GPU is watched (its counters exist, even at zero).
+func (w *xidWatcher) registered(uuid string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	_, ok := w.counts[uuid]
+	return ok
+}
+
+// recent reports whether the GPU had a fatal or a severe XID within healthWindow.
+func (w *xidWatcher) recent(uuid string) (fatal, severe bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	now := w.now()
+	if t, ok := w.lastFatal[uuid]; ok && now.Sub(t) < healthWindow {
+		fatal = true
+	}
+	if t, ok := w.lastSevere[uuid]; ok && now.Sub(t) < healthWindow {
+		severe = true
+	}
+	return fatal, severe
+}
+
+// close stops the goroutine (within xidWaitMillis) and frees the event set.
+func (w *xidWatcher) close() {
+	w.closeOnce.Do(func() {
+		close(w.stop)
+		<-w.done
+		w.set.Free()
+	})
+}
+
+// carryCounts keeps the counters of a previous watcher (after a re-initialisation), so
+// the cumulative series do not reset.
+func (w *xidWatcher) carryCounts(old *xidWatcher) {
+	if old == nil {
+		return
+	}
+	old.mu.Lock()
+	defer old.mu.Unlock()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for uuid, counts := range old.counts {
+		if w.counts[uuid] == nil {
+			w.counts[uuid] = map[uint64]uint64{}
+		}
+		for code, n := range counts {
+			w.counts[uuid][code] += n
+		}
+	}
+	for uuid, t := range old.lastFatal {
+		w.lastFatal[uuid] = t
+	}
+	for uuid, t := range old.lastSevere {
+		w.lastSevere[uuid] = t
+	}
+}
