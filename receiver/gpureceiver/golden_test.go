@@ -16,12 +16,28 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
 
-// TestScrapeGolden scrapes every simulated system in every scenario at a fixed simulated
-// time and compares with the golden files. Run `go test -run TestScrapeGolden -update` to
-// rewrite them after an intended change, and review the diff.
-func TestScrapeGolden(t *testing.T) {
+// goldenCases are every scenario on a DGX H100, every system in steady training, and MIG
+// on the A100 as well (its profiles differ).
+func goldenCases() [][2]string {
+	var cases [][2]string
+	for _, scenario := range simulator.Scenarios() {
+		cases = append(cases, [2]string{"dgxh100", scenario})
+	}
 	for _, system := range simulator.Systems() {
-		for _, scenario := range simulator.Scenarios() {
+		if system != "dgxh100" {
+			cases = append(cases, [2]string{system, "steady-training"})
+		}
+	}
+	return append(cases, [2]string{"dgxa100", "mig"})
+}
+
+// TestScrapeGolden scrapes simulated systems and scenarios at a fixed simulated time and
+// compares with the golden files. Run `go test -run TestScrapeGolden -update` to rewrite
+// them after an intended change, and review the diff.
+func TestScrapeGolden(t *testing.T) {
+	for _, c := range goldenCases() {
+		system, scenario := c[0], c[1]
+		{
 			t.Run(system+"/"+scenario, func(t *testing.T) {
 				clock := newFakeClock()
 				sim := newSim(t, system, scenario, clock)

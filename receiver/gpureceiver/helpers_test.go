@@ -193,3 +193,17 @@ func waitForXIDs(t *testing.T, s *gpuScraper, sim *simulator.Simulator) {
 		return counted == due
 	}, 10*time.Second, time.Millisecond, "the watcher counts every XID")
 }
+
+// pmetricResult is a scrape's result.
+type pmetricResult struct {
+	md  pmetric.Metrics
+	err error
+}
+
+// newGPUScraperForTest starts a scraper whose shutdown the test does itself.
+func newGPUScraperForTest(t *testing.T, lib nvml.Interface, clock *fakeClock) *gpuScraper {
+	t.Helper()
+	s := newGPUScraper(testConfig(), receivertest.NewNopSettings(metadata.Type), lib, clock.Now)
+	require.NoError(t, s.start(context.Background(), componenttest.NewNopHost()))
+	return s
+}

@@ -174,6 +174,9 @@ func (d *Device) GetEncoderUtilization() (uint32, uint32, nvml.Return) {
 	if ret != nvml.SUCCESS {
 		return 0, 0, ret
 	}
+	if d.migEnabled() {
+		return 0, 0, nvml.ERROR_NOT_SUPPORTED
+	}
 	return uint32(math.Round(r.encoderUtil)), 1_000_000, nvml.SUCCESS
 }
 
@@ -182,6 +185,9 @@ func (d *Device) GetDecoderUtilization() (uint32, uint32, nvml.Return) {
 	_, r, ret := d.read("DeviceGetDecoderUtilization")
 	if ret != nvml.SUCCESS {
 		return 0, 0, ret
+	}
+	if d.migEnabled() {
+		return 0, 0, nvml.ERROR_NOT_SUPPORTED
 	}
 	return uint32(math.Round(r.decoderUtil)), 1_000_000, nvml.SUCCESS
 }
