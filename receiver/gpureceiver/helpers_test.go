@@ -207,3 +207,21 @@ func newGPUScraperForTest(t *testing.T, lib nvml.Interface, clock *fakeClock) *g
 	require.NoError(t, s.start(context.Background(), componenttest.NewNopHost()))
 	return s
 }
+
+func newSimB(b *testing.B, system, scenario string, clock *fakeClock) *simulator.Simulator {
+	b.Helper()
+	sim, err := simulator.New(simulator.Options{System: system, Scenario: scenario, Seed: 1, Now: clock.Now})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return sim
+}
+
+func newGPUScraperB(b *testing.B, lib nvml.Interface, clock *fakeClock) *gpuScraper {
+	b.Helper()
+	s := newGPUScraper(testConfig(), receivertest.NewNopSettings(metadata.Type), lib, clock.Now)
+	if err := s.start(context.Background(), componenttest.NewNopHost()); err != nil {
+		b.Fatal(err)
+	}
+	return s
+}
