@@ -38,6 +38,7 @@ func realScraper(t *testing.T) (*gpuScraper, nvml.Interface) {
 
 func TestHardwareEveryGPUReportsPlausibleValues(t *testing.T) {
 	s, lib := realScraper(t)
+	assert.NotNil(t, s.xids, "XID events are watched")
 	count, ret := lib.DeviceGetCount()
 	require.Equal(t, nvml.SUCCESS, ret)
 	require.Positive(t, count)
@@ -92,6 +93,46 @@ func TestHardwareEveryGPUReportsPlausibleValues(t *testing.T) {
 		assert.Positive(t, mem)
 		prevEnergy := pointValue(t, gpuResources(first)[uuid], "hw.energy", nil)
 		assert.Greater(t, energy, prevEnergy, "the energy counter grows while the GPU is powered")
+		// Complete telemetry: what every datacenter GPU has.
+		assert.Equal(t, 1.0, pointValue(t, gpu, "hw.status", map[string]string{"hw.state": "ok"}), "a healthy GPU is ok")
+		reasons, ok := findMetric(gpu, "nvidia.gpu.clock_event.active")
+		require.True(t, ok, "clock-event reasons")
+		assert.Equal(t, 8, reasons.Sum().DataPoints().Len())
+		assert.Positive(t, pointValue(t, gpu, "nvidia.gpu.pcie.link.width.max", nil))
+		assert.Positive(t, pointValue(t, gpu, "nvidia.gpu.pcie.link.generation.max", nil))
+		assert.Positive(t, pointValue(t, gpu, "hw.temperature.limit", map[string]string{"hw.sensor_location": "gpu", "hw.limit_type": "throttled"}))
+		assert.Positive(t, pointValue(t, gpu, "nvidia.gpu.power.limit", map[string]string{"nvidia.gpu.power.limit_type": "max"}))
+		for _, name := range []string{"hw.errors", "hw.gpu.io", "nvidia.gpu.clock_event.duration", "nvidia.gpu.memory.remap.pending", "nvidia.gpu.performance_state", "nvidia.gpu.profiling.activity", "nvidia.gpu.nvlink.state"} {
+			_, ok := findMetric(gpu, name)
+			t.Logf("%s present: %v", name, ok)
+		}
+		for _, b := range clockEventBits {
+			if v := pointValue(t, gpu, "nvidia.gpu.clock_event.active", map[string]string{"nvidia.gpu.clock_event.reason": b.reason.String()}); v == 1 {
+				t.Logf("clock event active: %s", b.reason.String())
+			}
+		}
+		if s.devices[0].static.gpmSupported {
+			sm := pointValue(t, gpu, "nvidia.gpu.profiling.activity", map[string]string{"nvidia.gpu.profiling.metric": "sm_active"})
+			tensor := pointValue(t, gpu, "nvidia.gpu.profiling.activity", map[string]string{"nvidia.gpu.profiling.metric": "tensor_active"})
+			dram := pointValue(t, gpu, "nvidia.gpu.profiling.activity", map[string]string{"nvidia.gpu.profiling.metric": "dram_active"})
+			t.Logf("GPM: sm_active=%.2f tensor_active=%.2f dram_active=%.2f", sm, tensor, dram)
+			assert.GreaterOrEqual(t, sm, 0.0)
+			assert.LessOrEqual(t, sm, 1.0)
+			if busy {
+				assert.Greater(t, sm, 0.3, "GPM shows the SMs working")
+				assert.Greater(t, tensor, 0.05, "bf16 matmuls use the tensor cores")
+			}
+		}
+		procs := processResources(md)
+		for key, p := range procs {
+			t.Logf("process %s: %v", key, p.Resource().Attributes().AsRaw())
+		}
+		if busy {
+			assert.NotEmpty(t, procs, "the workload's process is listed")
+			for _, p := range procs {
+				assert.Positive(t, pointValue(t, p, "nvidia.gpu.process.memory.usage", nil))
+			}
+		}
 		if busy {
 			assert.Positive(t, used, "the workload's allocations show")
 			assert.Greater(t, util, 0.5, "utilization shows the running workload")
