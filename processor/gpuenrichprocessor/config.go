@@ -1,0 +1,115 @@
+package gpuenrichprocessor // import "github.com/otelcol-gpu/otelcol-gpu/processor/gpuenrichprocessor"
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/otelcol-gpu/otelcol-gpu/processor/gpuenrichprocessor/internal/metadata"
+)
+
+// Config is the gpu_enrich processor's configuration.
+type Config struct {
+	metadata.MetricsBuilderConfig `mapstructure:",squash"`
+
+	// Kubelet attributes GPUs and MIG instances to pods through the kubelet pod-resources API.
+	Kubelet KubeletConfig `mapstructure:"kubelet"`
+	// Processes attributes GPU processes to pods through their cgroups.
+	Processes ProcessesConfig `mapstructure:"processes"`
+	// Idle configures idle-while-allocated.
+	Idle IdleConfig `mapstructure:"idle"`
+	// Leak configures the memory-growth trend and leak suspicion.
+	Leak LeakConfig `mapstructure:"leak"`
+	// Bottleneck configures the bottleneck class.
+	Bottleneck BottleneckConfig `mapstructure:"bottleneck"`
+}
+
+// KubeletConfig is the pod-resources client's configuration.
+type KubeletConfig struct {
+	Enabled bool `mapstructure:"enabled"`
+	// Endpoint is the pod-resources socket: unix:///var/lib/kubelet/pod-resources/kubelet.sock.
+	Endpoint string `mapstructure:"endpoint"`
+	// RefreshInterval is how often the snapshot is refreshed in the background.
+	RefreshInterval time.Duration `mapstructure:"refresh_interval"`
+	// Timeout bounds each call to the kubelet.
+	Timeout time.Duration `mapstructure:"timeout"`
+	// ResourceNames are the extended resources that carry GPUs; a trailing * matches a prefix.
+	ResourceNames []string `mapstructure:"resource_names"`
+}
+
+// ProcessesConfig is the PID → pod attribution's configuration.
+type ProcessesConfig struct {
+	Enabled bool `mapstructure:"enabled"`
+	// ProcRoot is where the host's /proc is mounted (NVML reports host PIDs).
+	ProcRoot string `mapstructure:"proc_root"`
+	// PodLogsDir is the kubelet's pod log directory (/var/log/pods), read to name the pods
+	// whose UIDs the cgroups give. Empty: processes get k8s.pod.uid and container.id only
+	// (k8s_attributes can add the names).
+	PodLogsDir string `mapstructure:"pod_logs_dir"`
+}
+
+// IdleConfig: a GPU allocated to a pod whose utilization stays under Threshold for Window
+// is idle-while-allocated.
+type IdleConfig struct {
+	Threshold float64       `mapstructure:"threshold"`
+	Window    time.Duration `mapstructure:"window"`
+}
+
+// LeakConfig: framebuffer use growing persistently by at least MinGrowth of the total over
+// Window while utilization moves less than UtilizationTolerance is a suspected leak.
+type LeakConfig struct {
+	Window               time.Duration `mapstructure:"window"`
+	MinGrowth            float64       `mapstructure:"min_growth"`
+	UtilizationTolerance float64       `mapstructure:"utilization_tolerance"`
+}
+
+// BottleneckConfig: SM or DRAM activity at or above Saturation counts as saturated.
+type BottleneckConfig struct {
+	Saturation float64 `mapstructure:"saturation"`
+}
+
+// Validate reports every invalid field, each error naming its field.
+func (cfg *Config) Validate() error {
+	var errs []error
+	ratio := func(field string, v float64, allowZero bool) {
+		if v < 0 || v > 1 || (!allowZero && v == 0) {
+			errs = append(errs, fmt.Errorf("%s: must be a ratio in (0, 1], got %v", field, v))
+		}
+	}
+	positive := func(field string, d time.Duration) {
+		if d <= 0 {
+			errs = append(errs, fmt.Errorf("%s: must be positive, got %s", field, d))
+		}
+	}
+	if cfg.Kubelet.Enabled {
+		ep := cfg.Kubelet.Endpoint
+		if path := strings.TrimPrefix(ep, "unix://"); ep == "" || !filepath.IsAbs(path) {
+			errs = append(errs, fmt.Errorf("kubelet.endpoint: must be unix:///absolute/path or an absolute path, got %q", ep))
+		}
+		positive("kubelet.refresh_interval", cfg.Kubelet.RefreshInterval)
+		positive("kubelet.timeout", cfg.Kubelet.Timeout)
+		if len(cfg.Kubelet.ResourceNames) == 0 {
+			errs = append(errs, errors.New("kubelet.resource_names: must list at least one resource name"))
+		}
+		for i, n := range cfg.Kubelet.ResourceNames {
+			if n == "" || strings.Count(n, "*") > 1 || (strings.Contains(n, "*") && !strings.HasSuffix(n, "*")) {
+				errs = append(errs, fmt.Errorf("kubelet.resource_names[%d]: %q is not a resource name (a single trailing * is allowed)", i, n))
+			}
+		}
+	}
+	if cfg.Processes.Enabled && !filepath.IsAbs(cfg.Processes.ProcRoot) {
+		errs = append(errs, fmt.Errorf("processes.proc_root: must be an absolute path, got %q", cfg.Processes.ProcRoot))
+	}
+	if d := cfg.Processes.PodLogsDir; d != "" && !filepath.IsAbs(d) {
+		errs = append(errs, fmt.Errorf("processes.pod_logs_dir: must be an absolute path, got %q", d))
+	}
+	ratio("idle.threshold", cfg.Idle.Threshold, false)
+	positive("idle.window", cfg.Idle.Window)
+	positive("leak.window", cfg.Leak.Window)
+	ratio("leak.min_growth", cfg.Leak.MinGrowth, false)
+	ratio("leak.utilization_tolerance", cfg.Leak.UtilizationTolerance, true)
+	ratio("bottleneck.saturation", cfg.Bottleneck.Saturation, false)
+	return errors.Join(errs...)
+}

@@ -1,0 +1,178 @@
+// Package cgroup maps a host PID to the Kubernetes pod and container it runs
+// in, by reading /proc/<pid>/cgroup.
+//
+// NVML reports host-namespace PIDs, so the collector reads the host's /proc
+// (mounted at a configurable root) rather than its own.
+package cgroup
+
+import (
+	"errors"
+	"regexp"
+	"strings"
+)
+
+// Container is what a process's cgroup says about where it runs.
+type Container struct {
+	PodUID      string // canonical form with dashes, lower-case, e.g. "3f1c2d4e-5b6a-4c7d-8e9f-0a1b2c3d4e5f"
+	ContainerID string // 64 hex chars, lower-case, without runtime prefix
+	Runtime     string // "containerd" | "cri-o" | "docker" | "podman" | "" when the path does not say
+	QoS         string // "guaranteed" | "burstable" | "besteffort" | "" when unknown
+}
+
+// ErrNotAContainer: the process exists but is not in a Kubernetes pod or a
+// container (e.g. a host service in user.slice or system.slice).
+var ErrNotAContainer = errors.New("cgroup: process is not in a container")
+
+// ErrProcessGone: <procRoot>/<pid> does not exist (the process exited). This is
+// a normal event, not an error to log.
+var ErrProcessGone = errors.New("cgroup: process is gone")
+
+var (
+	// podSegment matches one path segment naming a pod cgroup: "pod<uid>"
+	// (cgroupfs) or "<prefix>-pod<uid>.slice" (systemd, where the UID's dashes
+	// are escaped to underscores). The prefix carries the QoS class with the
+	// systemd driver, e.g. "kubepods-burstable". Any prefix is accepted
+	// because kubelet's cgroup root is configurable (kind uses
+	// "kubelet-kubepods-...").
+	podSegment = regexp.MustCompile(`^(?:(.*)-)?pod([0-9a-fA-F]{8}[-_][0-9a-fA-F]{4}[-_][0-9a-fA-F]{4}[-_][0-9a-fA-F]{4}[-_][0-9a-fA-F]{12})(?:\.slice)?$`)
+
+	// containerSegment matches one path segment naming a container cgroup:
+	// "<runtime>-<id>.scope" (systemd), "<runtime>-<id>" or a bare "<id>"
+	// (cgroupfs).
+	containerSegment = regexp.MustCompile(`^(?:(cri-containerd|crio|docker|libpod)-)?([0-9a-fA-F]{64})(?:\.scope)?$`)
+
+	// conmonSegment is CRI-O's container monitor. It lives next to the
+	// container, often in the pod's cgroup, but is not the workload.
+	conmonSegment = regexp.MustCompile(`^crio-conmon-[0-9a-fA-F]{64}(?:\.scope)?$`)
+)
+
+// Parse reads the content of a /proc/<pid>/cgroup file (cgroup v1 with many
+// "id:controllers:path" lines, v2 with a single "0::path" line, or hybrid) and
+// returns the pod/container. It does no I/O.
+//
+// v1 controller lines may disagree (an empty "name=systemd" line, a "0::/"
+// line in hybrid mode, a controller not delegated to the container). The first
+// line naming both a pod and a container wins; failing that, the first line
+// naming either.
+func Parse(content string) (Container, error) {
+	var first Container
+	found := false
+	for line := range strings.Lines(content) {
+		line = strings.TrimRight(line, "\r\n")
+		// Hierarchy ID and controller list never contain ':', the path may.
+		_, rest, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		_, path, ok := strings.Cut(rest, ":")
+		if !ok {
+			continue
+		}
+		c, ok := parsePath(path)
+		if !ok {
+			continue
+		}
+		if c.PodUID != "" && c.ContainerID != "" {
+			return c, nil
+		}
+		if !found {
+			first, found = c, true
+		}
+	}
+	if !found {
+		return Container{}, ErrNotAContainer
+	}
+	return first, nil
+}
+
+// parsePath extracts pod and container from one cgroup path. Segments are
+// matched anywhere in the path, never anchored at the root: with a private
+// cgroup namespace the path is relative ("/../../kubepods-...").
+func parsePath(path string) (Container, bool) {
+	var c Container
+	segs := strings.Split(path, "/")
+
+	// The first pod segment; the container is searched after it so that a
+	// container cgroup above the pod (e.g. a kind node's docker scope) is not
+	// mistaken for the pod's container.
+	start := 0
+	for i, s := range segs {
+		m := podSegment.FindStringSubmatch(s)
+		if m == nil {
+			continue
+		}
+		c.PodUID = strings.ReplaceAll(strings.ToLower(m[2]), "_", "-")
+		prev := ""
+		if i > 0 {
+			prev = segs[i-1]
+		}
+		c.QoS = qosClass(m[1], prev)
+		start = i + 1
+		break
+	}
+
+	// The first container segment is the outermost one: for nested
+	// containers (docker-in-docker) that is the one the node's runtime and
+	// Kubernetes know.
+	for i := start; i < len(segs); i++ {
+		s := segs[i]
+		if conmonSegment.MatchString(s) {
+			return Container{}, false
+		}
+		m := containerSegment.FindStringSubmatch(s)
+		if m == nil {
+			continue
+		}
+		c.ContainerID = strings.ToLower(m[2])
+		prev := ""
+		if i > 0 {
+			prev = segs[i-1]
+		}
+		c.Runtime = runtimeName(m[1], prev)
+		break
+	}
+
+	if c.PodUID == "" && c.ContainerID == "" {
+		return Container{}, false
+	}
+	return c, true
+}
+
+// qosClass derives the pod QoS class from the systemd slice prefix
+// ("kubepods-burstable") or, with cgroupfs, from the parent directory
+// ("burstable"). Guaranteed pods have no QoS level of their own.
+func qosClass(prefix, parent string) string {
+	name := prefix
+	if name == "" {
+		name = parent
+	}
+	switch {
+	case name == "burstable" || strings.HasSuffix(name, "kubepods-burstable"):
+		return "burstable"
+	case name == "besteffort" || strings.HasSuffix(name, "kubepods-besteffort"):
+		return "besteffort"
+	case name == "kubepods" || strings.HasSuffix(name, "-kubepods"):
+		return "guaranteed"
+	}
+	return ""
+}
+
+// runtimeName maps the scope prefix to a runtime name. A bare ID only says
+// "docker" when its parent is docker's cgroupfs parent ("/docker/<id>");
+// containerd and docker under kubelet's cgroupfs are indistinguishable.
+func runtimeName(prefix, parent string) string {
+	switch prefix {
+	case "cri-containerd":
+		return "containerd"
+	case "crio":
+		return "cri-o"
+	case "docker":
+		return "docker"
+	case "libpod":
+		return "podman"
+	}
+	if parent == "docker" {
+		return "docker"
+	}
+	return ""
+}

@@ -1,0 +1,71 @@
+package tracking
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+)
+
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func samplesEvery(step time.Duration, mems []float64, utils ...float64) []Sample {
+	out := make([]Sample, len(mems))
+	for i, m := range mems {
+		out[i] = Sample{T: t0.Add(time.Duration(i) * step), Memory: m}
+		if len(utils) > 0 {
+			out[i].Util, out[i].HasUtil = utils[i%len(utils)], true
+		}
+	}
+	return out
+}
+
+func TestObserveKeepsTheWindowAndIgnoresLateSamples(t *testing.T) {
+	tr := New(time.Minute)
+	for i := range 200 {
+		tr.Observe("gpu", Sample{T: t0.Add(time.Duration(i) * time.Second), Memory: float64(i)})
+	}
+	w := tr.Observe("gpu", Sample{T: t0.Add(10 * time.Second), Memory: -1}) // late: ignored
+	assert.Equal(t, float64(199), w[len(w)-1].Memory)
+	assert.LessOrEqual(t, len(w), 62, "bounded by the window")
+	assert.True(t, Covers(w, time.Minute))
+}
+
+func TestIdleFor(t *testing.T) {
+	idle := samplesEvery(time.Minute, make([]float64, 12), 0.01, 0.02)
+	assert.True(t, IdleFor(idle, 0.05, 10*time.Minute))
+	assert.False(t, IdleFor(idle[:5], 0.05, 10*time.Minute), "not yet a whole window")
+	busy := samplesEvery(time.Minute, make([]float64, 12), 0.01, 0.02, 0.5)
+	assert.False(t, IdleFor(busy, 0.05, 10*time.Minute))
+}
+
+func TestSlope(t *testing.T) {
+	s := samplesEvery(10*time.Second, []float64{100, 200, 300, 400})
+	assert.InDelta(t, 10, Slope(s), 1e-9)
+	assert.Zero(t, Slope(s[:1]))
+}
+
+func TestLeakSuspected(t *testing.T) {
+	rule := LeakRule{Window: time.Minute, MinGrowth: 0.05, UtilizationTolerance: 0.2}
+	steps := []float64{10, 10, 12, 12, 14, 14, 16, 16, 18, 18, 20, 20, 22}
+	assert.True(t, LeakSuspected(samplesEvery(5*time.Second, steps, 0.6, 0.65), 100, rule), "step-wise growth, steady work")
+	assert.False(t, LeakSuspected(samplesEvery(5*time.Second, steps, 0.1, 0.9), 100, rule), "utilization not steady: the job changed phase")
+	assert.False(t, LeakSuspected(samplesEvery(5*time.Second, steps, 0.6), 1000, rule), "grew under 5 % of the total")
+	saw := []float64{10, 30, 10, 30, 10, 30, 10, 30, 10, 30, 10, 30, 40}
+	assert.False(t, LeakSuspected(samplesEvery(5*time.Second, saw, 0.6), 100, rule), "not persistent")
+	assert.False(t, LeakSuspected(samplesEvery(5*time.Second, steps[:6], 0.6), 100, rule), "window not covered")
+}
+
+func TestEnergyAccumulation(t *testing.T) {
+	tr := New(time.Minute)
+	assert.Zero(t, tr.AddGPUEnergy("gpu", 1000))
+	assert.Equal(t, 500.0, tr.AddGPUEnergy("gpu", 1500))
+	assert.Zero(t, tr.AddGPUEnergy("gpu", 10), "counter reset")
+	j, start := tr.AddPodEnergy("gpu/pod", 300, t0)
+	assert.Equal(t, 300.0, j)
+	j, start2 := tr.AddPodEnergy("gpu/pod", 200, t0.Add(time.Second))
+	assert.Equal(t, 500.0, j)
+	assert.Equal(t, start, start2)
+	tr.Forget(t0.Add(time.Hour))
+	assert.Zero(t, tr.Len())
+}
