@@ -42,6 +42,7 @@ build:
 ## generate: regenerate mdatagen code (metric contract) and the ocb distribution sources
 generate: tools
 	cd receiver/gpureceiver && $(MDATAGEN) metadata.yaml
+	cd processor/gpuenrichprocessor && $(MDATAGEN) metadata.yaml
 	$(OCB) --config builder-config.yaml --skip-compilation
 
 ## lint: gofmt and go vet (the ocb-generated main is not vetted: it is generated)

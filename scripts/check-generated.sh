@@ -10,6 +10,10 @@ generated=(
   receiver/gpureceiver/documentation.md
   receiver/gpureceiver/generated_component_test.go
   receiver/gpureceiver/generated_package_test.go
+  processor/gpuenrichprocessor/internal/metadata
+  processor/gpuenrichprocessor/documentation.md
+  processor/gpuenrichprocessor/generated_component_test.go
+  processor/gpuenrichprocessor/generated_package_test.go
   distribution/main.go
   distribution/main_others.go
   distribution/main_windows.go

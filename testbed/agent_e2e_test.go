@@ -16,12 +16,36 @@ import (
 // identityLabels must be on every GPU series in Prometheus.
 var identityLabels = []string{"host_name", "hw_id", "nvidia_gpu_index", "hw_model", "nvidia_gpu_pci_bus_id", "hw_driver_version"}
 
-// startAgent runs the shipped configs/agent.yaml with only the GPU backend switched to the
-// simulator, remote-writing into prom.
+// agentNode is where an agent finds the node's kubelet and processes; zero values point at
+// nothing (no kubelet, an empty /proc), so GPUs flow unattributed.
+type agentNode struct {
+	kubeletSocket, procRoot, podLogsDir string
+}
+
+// startAgent runs the shipped configs/agent.yaml with the GPU backend switched to the
+// simulator, remote-writing into prom. k8s_attributes is left out of the pipeline: it needs
+// a Kubernetes API server, which the testbed does not have.
 func startAgent(t *testing.T, p *prom.Server, host, system, scenario string) {
 	t.Helper()
+	startAgentOn(t, p, host, system, scenario, agentNode{})
+}
+
+func startAgentOn(t *testing.T, p *prom.Server, host, system, scenario string, node agentNode) {
+	t.Helper()
+	if node.kubeletSocket == "" {
+		node.kubeletSocket = filepath.Join(t.TempDir(), "no-kubelet.sock")
+	}
+	if node.procRoot == "" {
+		node.procRoot = t.TempDir()
+	}
+	if node.podLogsDir == "" {
+		node.podLogsDir = t.TempDir()
+	}
 	health := fmt.Sprintf("127.0.0.1:%d", proc.FreePort(t))
 	env := []string{
+		"OTELCOL_GPU_KUBELET_SOCKET=unix://" + node.kubeletSocket,
+		"OTELCOL_GPU_PROC_ROOT=" + node.procRoot,
+		"OTELCOL_GPU_POD_LOGS_DIR=" + node.podLogsDir,
 		"PROMETHEUS_REMOTE_WRITE_URL=" + p.RemoteWriteURL(),
 		"OTELCOL_GPU_HOST_NAME=" + host,
 		"OTELCOL_GPU_WAL_DIR=" + t.TempDir(),
@@ -34,6 +58,8 @@ func startAgent(t *testing.T, p *prom.Server, host, system, scenario string) {
 		"receivers::gpu::simulated::system="+system,
 		"receivers::gpu::simulated::scenario="+scenario,
 		"processors::batch::timeout=1s",
+		"processors::gpu_enrich::kubelet::refresh_interval=1s",
+		"service::pipelines::metrics::processors=[memory_limiter,gpu_enrich,batch]",
 	)
 }
 

@@ -1,0 +1,75 @@
+package gpuenrichprocessor
+
+import (
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/confmap"
+	"go.opentelemetry.io/collector/confmap/confmaptest"
+
+	"github.com/otelcol-gpu/otelcol-gpu/processor/gpuenrichprocessor/internal/metadata"
+)
+
+func loadConfig(t *testing.T, name string) (*Config, error) {
+	t.Helper()
+	cm, err := confmaptest.LoadConf(filepath.Join("testdata", "config.yaml"))
+	require.NoError(t, err)
+	sub, err := cm.Sub(component.NewIDWithName(metadata.Type, name).String())
+	require.NoError(t, err)
+	cfg := createDefaultConfig().(*Config)
+	if err := sub.Unmarshal(cfg); err != nil {
+		return nil, err
+	}
+	return cfg, confmap.Validate(cfg)
+}
+
+func TestConfigDefaultsAndFullySet(t *testing.T) {
+	def, err := loadConfig(t, "defaults")
+	require.NoError(t, err)
+	assert.Equal(t, "unix:///var/lib/kubelet/pod-resources/kubelet.sock", def.Kubelet.Endpoint)
+	assert.Equal(t, []string{"nvidia.com/gpu", "nvidia.com/gpu.shared", "nvidia.com/mig-*"}, def.Kubelet.ResourceNames)
+	assert.Equal(t, 0.05, def.Idle.Threshold)
+	assert.Equal(t, 10*time.Minute, def.Idle.Window)
+
+	c, err := loadConfig(t, "custom")
+	require.NoError(t, err)
+	assert.Equal(t, 30*time.Second, c.Kubelet.RefreshInterval)
+	assert.Equal(t, "/host/proc", c.Processes.ProcRoot)
+	assert.Equal(t, time.Hour, c.Leak.Window)
+	assert.False(t, c.Metrics.NvidiaGpuPodEnergy.Enabled)
+
+	_, err = loadConfig(t, "kubelet_off")
+	require.NoError(t, err, "switched-off parts are not validated")
+}
+
+func TestConfigErrorsNameTheField(t *testing.T) {
+	for name, field := range map[string]string{
+		"relative_socket":         "kubelet.endpoint",
+		"tcp_socket":              "kubelet.endpoint",
+		"zero_refresh":            "kubelet.refresh_interval",
+		"negative_timeout":        "kubelet.timeout",
+		"no_resource_names":       "kubelet.resource_names",
+		"bad_wildcard":            "kubelet.resource_names[0]",
+		"relative_proc":           "processes.proc_root",
+		"relative_logs":           "processes.pod_logs_dir",
+		"idle_threshold_zero":     "idle.threshold",
+		"idle_threshold_percent":  "idle.threshold",
+		"idle_window_zero":        "idle.window",
+		"leak_window_negative":    "leak.window",
+		"leak_growth_over_one":    "leak.min_growth",
+		"leak_tolerance_negative": "leak.utilization_tolerance",
+		"saturation_zero":         "bottleneck.saturation",
+		"unknown_key":             "treshold",
+		"unknown_metric":          "nvidia.gpu.nope",
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := loadConfig(t, name)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), field)
+		})
+	}
+}
