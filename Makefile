@@ -20,9 +20,19 @@ GO_PKGS   := ./...
 
 .PHONY: run test unit e2e build generate lint bench deps tools check-versions check-generated test-gpu clean
 
-## run: build the distribution and run it on eight simulated H100s (configs/demo.yaml)
-run: build
-	$(COLLECTOR) --config configs/demo.yaml
+DEMO_DIR := $(CURDIR)/.run
+
+## run: build the distribution and run it on eight simulated H100s (configs/demo.yaml), with a fake kubelet that attributes them to pods
+run: build $(BIN)/fake-kubelet
+	mkdir -p $(DEMO_DIR)
+	$(BIN)/fake-kubelet --socket $(DEMO_DIR)/kubelet.sock --pods cmd/fake-kubelet/pods-demo.yaml --simulated dgxh100:1 & \
+	  trap "kill $$! 2>/dev/null" EXIT INT TERM; \
+	  OTELCOL_GPU_DEMO_DIR=$(DEMO_DIR) $(COLLECTOR) --config configs/demo.yaml
+
+$(BIN)/fake-kubelet: FORCE
+	go build -o $@ ./cmd/fake-kubelet
+
+FORCE:
 
 ## test: everything CI runs — install dependencies, lint, version and generated-code checks, unit tests, end-to-end testbed
 test: deps lint check-versions check-generated unit e2e
@@ -43,6 +53,10 @@ build:
 generate: tools
 	cd receiver/gpureceiver && $(MDATAGEN) metadata.yaml
 	cd processor/gpuenrichprocessor && $(MDATAGEN) metadata.yaml
+	@# For a processor, mdatagen v0.155 writes a metrics builder without a constructor
+	@# (gpu_enrich writes its metrics itself, checked against metadata.yaml by
+	@# metrics_contract_test.go) and a test for it that does not compile: the test goes.
+	rm -f processor/gpuenrichprocessor/internal/metadata/generated_metrics_test.go
 	$(OCB) --config builder-config.yaml --skip-compilation
 
 ## lint: gofmt and go vet (the ocb-generated main is not vetted: it is generated)

@@ -193,6 +193,9 @@ func point(t *testing.T, rm pmetric.ResourceMetrics, name string, attrs ...strin
 }
 
 func attrOf(rm pmetric.ResourceMetrics, key string) string {
-	v, _ := rm.Resource().Attributes().Get(key)
+	v, ok := rm.Resource().Attributes().Get(key)
+	if !ok {
+		return ""
+	}
 	return v.AsString()
 }

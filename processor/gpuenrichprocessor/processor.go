@@ -271,7 +271,7 @@ func (p *gpuEnrichProcessor) recordAttributionHealth(host pmetric.ResourceMetric
 		age = now.Sub(snap.Taken).Seconds()
 	}
 	w.double(metricAttributionAge, age)
-	w.int(metricAttributionErrors, int64(status.ConsecutiveFailures))
+	w.int(metricAttributionErrors, int64(status.TotalFailures))
 	if snap == nil {
 		return
 	}

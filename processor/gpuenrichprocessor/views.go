@@ -128,7 +128,10 @@ func value(dp pmetric.NumberDataPoint) float64 {
 }
 
 func attr(dp pmetric.NumberDataPoint, key string) string {
-	v, _ := dp.Attributes().Get(key)
+	v, ok := dp.Attributes().Get(key)
+	if !ok {
+		return ""
+	}
 	return v.AsString()
 }
 
