@@ -20,6 +20,8 @@ var identityLabels = []string{"host_name", "hw_id", "nvidia_gpu_index", "hw_mode
 // nothing (no kubelet, an empty /proc), so GPUs flow unattributed.
 type agentNode struct {
 	kubeletSocket, procRoot, podLogsDir string
+	// overlays are config files merged over configs/agent.yaml, e.g. dcgm-compat.yaml.
+	overlays []string
 }
 
 // startAgent runs the shipped configs/agent.yaml with the GPU backend switched to the
@@ -53,7 +55,11 @@ func startAgentOn(t *testing.T, p *prom.Server, host, system, scenario string, n
 		"OTELCOL_GPU_HEALTH_ENDPOINT=" + health,
 		fmt.Sprintf("OTELCOL_GPU_TELEMETRY_PORT=%d", proc.FreePort(t)),
 	}
-	proc.Collector(t, "otelcol-gpu "+host, env, filepath.Join(proc.RepoRoot(), "configs", "agent.yaml"), health,
+	configs := []string{filepath.Join(proc.RepoRoot(), "configs", "agent.yaml")}
+	for _, o := range node.overlays {
+		configs = append(configs, filepath.Join(proc.RepoRoot(), "configs", o))
+	}
+	proc.Collector(t, "otelcol-gpu "+host, env, configs, health,
 		"receivers::gpu::backend=simulated",
 		"receivers::gpu::simulated::system="+system,
 		"receivers::gpu::simulated::scenario="+scenario,

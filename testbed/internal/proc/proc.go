@@ -161,11 +161,14 @@ func CollectorBinary(t testing.TB) string {
 	return bin
 }
 
-// Collector starts otelcol-gpu on a config file with --set overrides and waits for its
-// health endpoint (which must be healthAddr).
-func Collector(t testing.TB, name string, env []string, config, healthAddr string, sets ...string) *Process {
+// Collector starts otelcol-gpu on config files (merged in order) with --set overrides and
+// waits for its health endpoint (which must be healthAddr).
+func Collector(t testing.TB, name string, env []string, configs []string, healthAddr string, sets ...string) *Process {
 	t.Helper()
-	args := []string{"--config", config}
+	var args []string
+	for _, c := range configs {
+		args = append(args, "--config", c)
+	}
 	for _, s := range sets {
 		args = append(args, "--set", s)
 	}

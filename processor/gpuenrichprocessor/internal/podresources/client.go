@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -161,6 +162,13 @@ func (c *Client) run(ctx context.Context, api podresourcesv1.PodResourcesListerC
 // read asks the kubelet for a new snapshot. badID is one device id that did
 // not parse, for the log.
 func (c *Client) read(ctx context.Context, api podresourcesv1.PodResourcesListerClient) (*Snapshot, string, error) {
+	// A missing socket (no kubelet here, or the directory not mounted) is answered without
+	// dialling: grpc would log every reconnect attempt itself.
+	if path := endpointPath(c.cfg.Endpoint); path != "" {
+		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+			return nil, "", fmt.Errorf("kubelet PodResources socket %s does not exist: is the pod-resources directory mounted?", path)
+		}
+	}
 	callCtx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 	list, err := api.List(callCtx, &podresourcesv1.ListPodResourcesRequest{})
 	cancel()

@@ -75,6 +75,17 @@ func (c Config) validate() error {
 	return errors.Join(errs...)
 }
 
+// endpointPath is the filesystem path of a unix-socket endpoint.
+func endpointPath(endpoint string) string {
+	if path, ok := strings.CutPrefix(endpoint, "unix://"); ok {
+		return path
+	}
+	if strings.Contains(endpoint, "://") {
+		return ""
+	}
+	return endpoint
+}
+
 // grpcTarget turns an endpoint into a target for grpc's unix resolver.
 func grpcTarget(endpoint string) (string, error) {
 	if path, ok := strings.CutPrefix(endpoint, "unix://"); ok {
