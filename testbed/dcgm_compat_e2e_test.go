@@ -25,18 +25,18 @@ func TestDCGMCompatibility(t *testing.T) {
 
 	queries := map[string]func([]prom.Sample) error{
 		// dcgm-exporter's own Grafana dashboard (all eight panels).
-		`DCGM_FI_DEV_GPU_TEMP{instance=~".*", gpu=~".*"}`:                each(8, between("°C", 20, 100)),
-		`avg(DCGM_FI_DEV_GPU_TEMP{instance=~".*", gpu=~".*"})`:           each(1, between("°C", 20, 100)),
-		`DCGM_FI_DEV_POWER_USAGE{instance=~".*", gpu=~".*"}`:             each(8, between("W", 50, 700)),
-		`sum(DCGM_FI_DEV_POWER_USAGE{instance=~".*", gpu=~".*"})`:        each(1, between("W", 400, 5600)),
-		`DCGM_FI_DEV_SM_CLOCK{instance=~".*", gpu=~".*"} * 1000000`:      each(8, between("Hz", 1e8, 3e9)),
-		`DCGM_FI_DEV_GPU_UTIL{instance=~".*", gpu=~".*"}`:                each(8, between("%", 50, 100)),
-		`DCGM_FI_DEV_FB_USED{instance=~".*", gpu=~".*"}`:                 each(8, between("MiB", 1000, 81920)),
-		`DCGM_FI_PROF_PIPE_TENSOR_ACTIVE{instance=~".*", gpu=~".*"}`:     each(8, between("ratio", 0, 1)),
+		`DCGM_FI_DEV_GPU_TEMP{instance=~".*", gpu=~".*"}`:            each(8, between("°C", 20, 100)),
+		`avg(DCGM_FI_DEV_GPU_TEMP{instance=~".*", gpu=~".*"})`:       each(1, between("°C", 20, 100)),
+		`DCGM_FI_DEV_POWER_USAGE{instance=~".*", gpu=~".*"}`:         each(8, between("W", 50, 700)),
+		`sum(DCGM_FI_DEV_POWER_USAGE{instance=~".*", gpu=~".*"})`:    each(1, between("W", 400, 5600)),
+		`DCGM_FI_DEV_SM_CLOCK{instance=~".*", gpu=~".*"} * 1000000`:  each(8, between("Hz", 1e8, 3e9)),
+		`DCGM_FI_DEV_GPU_UTIL{instance=~".*", gpu=~".*"}`:            each(8, between("%", 50, 100)),
+		`DCGM_FI_DEV_FB_USED{instance=~".*", gpu=~".*"}`:             each(8, between("MiB", 1000, 81920)),
+		`DCGM_FI_PROF_PIPE_TENSOR_ACTIVE{instance=~".*", gpu=~".*"}`: each(8, between("ratio", 0, 1)),
 		// The classic alert expressions (they fire or not; here they must evaluate on data).
-		`DCGM_FI_DEV_GPU_TEMP > 0`:                                         each(8, between("°C", 20, 100)),
+		`DCGM_FI_DEV_GPU_TEMP > 0`: each(8, between("°C", 20, 100)),
 		`DCGM_FI_DEV_FB_USED / (DCGM_FI_DEV_FB_USED + DCGM_FI_DEV_FB_FREE)`: each(8, between("ratio", 0.5, 1)),
-		`DCGM_FI_DEV_GPU_UTIL > 0`:                                         each(8, between("%", 50, 100)),
+		`DCGM_FI_DEV_GPU_UTIL > 0`: each(8, between("%", 50, 100)),
 		// Counters keep their names (no _total) and dcgm-exporter's units (mJ).
 		`rate(DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION[1m]) / 1000`: each(8, between("W", 50, 700)),
 	}
