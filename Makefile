@@ -18,7 +18,7 @@ MDATAGEN  := $(BIN)/mdatagen
 COLLECTOR := distribution/otelcol-gpu
 GO_PKGS   := ./...
 
-.PHONY: run test unit e2e build generate lint bench deps tools check-versions check-generated test-gpu clean
+.PHONY: run test unit fuzz e2e build generate lint bench deps tools check-versions check-generated test-gpu clean
 
 DEMO_DIR := $(CURDIR)/.run
 
@@ -34,12 +34,20 @@ $(BIN)/fake-kubelet: FORCE
 
 FORCE:
 
-## test: everything CI runs — install dependencies, lint, version and generated-code checks, unit tests, end-to-end testbed
-test: deps lint check-versions check-generated unit e2e
+## test: everything CI runs — install dependencies, lint, version and generated-code checks, unit tests, a short fuzz run, end-to-end testbed
+test: deps lint check-versions check-generated unit fuzz e2e
 
 ## unit: unit tests with the race detector
 unit:
 	go test -race -count=1 $(GO_PKGS)
+
+FUZZTIME ?= 10s
+
+## fuzz: a short run of every fuzz target (seed corpora are committed next to them)
+fuzz:
+	go test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./processor/gpuenrichprocessor/internal/cgroup/
+	go test -run '^$$' -fuzz '^FuzzParseDeviceID$$' -fuzztime $(FUZZTIME) ./processor/gpuenrichprocessor/internal/podresources/
+	go test -run '^$$' -fuzz '^FuzzConfig$$' -fuzztime $(FUZZTIME) ./receiver/gpureceiver/
 
 ## e2e: build the real binary, then run the testbed against a real Prometheus
 e2e: build
