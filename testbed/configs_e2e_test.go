@@ -11,7 +11,11 @@ import (
 	"github.com/otelcol-gpu/otelcol-gpu/testbed/internal/proc"
 )
 
-// TestShippedConfigsValidate runs `otelcol-gpu validate` on every config under configs/.
+// overlays are configs meant to be merged over another (a second --config).
+var overlays = map[string]string{"dcgm-compat.yaml": "agent.yaml"}
+
+// TestShippedConfigsValidate runs `otelcol-gpu validate` on every config under configs/
+// (overlays merged over their base).
 func TestShippedConfigsValidate(t *testing.T) {
 	configs, err := filepath.Glob(filepath.Join(proc.RepoRoot(), "configs", "*.yaml"))
 	if err != nil || len(configs) == 0 {
@@ -19,7 +23,11 @@ func TestShippedConfigsValidate(t *testing.T) {
 	}
 	for _, cfg := range configs {
 		t.Run(filepath.Base(cfg), func(t *testing.T) {
-			cmd := exec.Command(proc.CollectorBinary(t), "validate", "--config", cfg)
+			args := []string{"validate", "--config", cfg}
+			if base, ok := overlays[filepath.Base(cfg)]; ok {
+				args = []string{"validate", "--config", filepath.Join(filepath.Dir(cfg), base), "--config", cfg}
+			}
+			cmd := exec.Command(proc.CollectorBinary(t), args...)
 			cmd.Env = append(os.Environ(), "PROMETHEUS_REMOTE_WRITE_URL=http://127.0.0.1:9090/api/v1/write")
 			if out, err := cmd.CombinedOutput(); err != nil {
 				t.Fatalf("%s does not validate: %v\n%s", cfg, err, out)
