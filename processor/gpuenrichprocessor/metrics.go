@@ -20,6 +20,8 @@ const (
 	metricPodEnergy          = "nvidia.gpu.pod.energy"
 	metricPodMemory          = "nvidia.gpu.pod.memory.usage"
 	metricPodUtilization     = "nvidia.gpu.pod.utilization"
+	metricPodGrowthRate      = "nvidia.gpu.pod.memory.growth_rate"
+	metricPodLeakSuspected   = "nvidia.gpu.pod.memory.leak_suspected"
 	metricThrottled          = "nvidia.gpu.throttled"
 )
 
@@ -50,6 +52,8 @@ var metricDefs = map[string]metricDef{
 	metricPodEnergy:          {"J", kindCounter},
 	metricPodMemory:          {"By", kindUpDown},
 	metricPodUtilization:     {"1", kindGauge},
+	metricPodGrowthRate:      {"By/s", kindGauge},
+	metricPodLeakSuspected:   {"1", kindUpDown},
 	metricThrottled:          {"1", kindUpDown},
 }
 

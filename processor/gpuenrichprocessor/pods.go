@@ -121,7 +121,7 @@ func (p *gpuEnrichProcessor) derivePods(g *gpuView, ts pcommon.Timestamp, out pm
 		}
 		if pod.hasMem && g.hasLimit {
 			samples := p.tracker.Observe("pod/"+g.uuid+"/"+pod.pod.key(), tracking.Sample{T: ts.AsTime(), Util: pod.sm, HasUtil: pod.hasSM, Memory: pod.mem})
-			p.writeLeak(w, samples, g.memLimit)
+			p.writeLeak(w, samples, g.memLimit, metricPodGrowthRate, metricPodLeakSuspected)
 		}
 	}
 }

@@ -85,6 +85,10 @@ func (p *gpuEnrichProcessor) enabled(name string) bool {
 		return m.NvidiaGpuPodUtilization.Enabled
 	case metricThrottled:
 		return m.NvidiaGpuThrottled.Enabled
+	case metricPodGrowthRate:
+		return m.NvidiaGpuPodMemoryGrowthRate.Enabled
+	case metricPodLeakSuspected:
+		return m.NvidiaGpuPodMemoryLeakSuspected.Enabled
 	}
 	return false
 }
@@ -234,7 +238,7 @@ func (p *gpuEnrichProcessor) deriveGPU(g *gpuView, ts pcommon.Timestamp) {
 		w.flag(metricIdleWhileAllocated, false)
 	}
 	if g.hasMem && g.hasLimit {
-		p.writeLeak(w, samples, g.memLimit)
+		p.writeLeak(w, samples, g.memLimit, metricGrowthRate, metricLeakSuspected)
 	}
 }
 
@@ -252,10 +256,13 @@ func (p *gpuEnrichProcessor) allocated(g *gpuView) bool {
 	return false
 }
 
-func (p *gpuEnrichProcessor) writeLeak(w *writer, samples []tracking.Sample, total float64) {
+// writeLeak writes the trend and leak flag under the given names: the GPU's own, or the
+// pod-on-GPU ones (a pod's resource carries the GPU's identity, so it needs names of its
+// own or the two series would collide).
+func (p *gpuEnrichProcessor) writeLeak(w *writer, samples []tracking.Sample, total float64, growthName, leakName string) {
 	rule := tracking.LeakRule{Window: p.cfg.Leak.Window, MinGrowth: p.cfg.Leak.MinGrowth, UtilizationTolerance: p.cfg.Leak.UtilizationTolerance}
-	w.double(metricGrowthRate, tracking.Slope(tracking.Within(samples, p.cfg.Leak.Window)))
-	w.flag(metricLeakSuspected, tracking.LeakSuspected(samples, total, rule))
+	w.double(growthName, tracking.Slope(tracking.Within(samples, p.cfg.Leak.Window)))
+	w.flag(leakName, tracking.LeakSuspected(samples, total, rule))
 }
 
 // recordAttributionHealth tells, on the host resource, how fresh attribution is and what

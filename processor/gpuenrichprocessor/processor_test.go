@@ -89,7 +89,9 @@ func TestMemoryLeakIsSuspectedWithinItsWindow(t *testing.T) {
 		pod := resources(md, map[string]string{"nvidia.gpu.index": idx, "k8s.pod.name": "train-" + idx, "!process.pid": ""})
 		for _, rm := range pod {
 			if hasScopeMetric(rm, "nvidia.gpu.pod.memory.usage") {
-				assert.Equal(t, 1.0, point(t, rm, "nvidia.gpu.memory.leak_suspected"), "and the pod's own trend says so too")
+				assert.Equal(t, 1.0, point(t, rm, "nvidia.gpu.pod.memory.leak_suspected"), "and the pod's own trend says so too")
+				assert.Positive(t, point(t, rm, "nvidia.gpu.pod.memory.growth_rate"))
+				assert.False(t, hasScopeMetric(rm, "nvidia.gpu.memory.leak_suspected"), "a pod's series do not collide with its GPU's")
 			}
 		}
 	}

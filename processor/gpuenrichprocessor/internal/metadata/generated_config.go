@@ -292,6 +292,46 @@ func (ms *NvidiaGpuPodEnergyMetricConfig) Unmarshal(parser *confmap.Conf) error 
 	return nil
 }
 
+// NvidiaGpuPodMemoryGrowthRateMetricConfig provides config for the nvidia.gpu.pod.memory.growth_rate metric.
+type NvidiaGpuPodMemoryGrowthRateMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+}
+
+func (ms *NvidiaGpuPodMemoryGrowthRateMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+// NvidiaGpuPodMemoryLeakSuspectedMetricConfig provides config for the nvidia.gpu.pod.memory.leak_suspected metric.
+type NvidiaGpuPodMemoryLeakSuspectedMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+}
+
+func (ms *NvidiaGpuPodMemoryLeakSuspectedMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
 // NvidiaGpuPodMemoryUsageMetricConfig provides config for the nvidia.gpu.pod.memory.usage metric.
 type NvidiaGpuPodMemoryUsageMetricConfig struct {
 	Enabled          bool `mapstructure:"enabled"`
@@ -382,19 +422,21 @@ func (ms *NvidiaGpuThrottledMetricConfig) Validate() error {
 
 // MetricsConfig provides config for gpu_enrich metrics.
 type MetricsConfig struct {
-	HwGpuMemoryUtilization       HwGpuMemoryUtilizationMetricConfig       `mapstructure:"hw.gpu.memory.utilization"`
-	NvidiaGpuAttributionAge      NvidiaGpuAttributionAgeMetricConfig      `mapstructure:"nvidia.gpu.attribution.age"`
-	NvidiaGpuAttributionErrors   NvidiaGpuAttributionErrorsMetricConfig   `mapstructure:"nvidia.gpu.attribution.errors"`
-	NvidiaGpuBottleneck          NvidiaGpuBottleneckMetricConfig          `mapstructure:"nvidia.gpu.bottleneck"`
-	NvidiaGpuDevicesAllocatable  NvidiaGpuDevicesAllocatableMetricConfig  `mapstructure:"nvidia.gpu.devices.allocatable"`
-	NvidiaGpuDevicesAllocated    NvidiaGpuDevicesAllocatedMetricConfig    `mapstructure:"nvidia.gpu.devices.allocated"`
-	NvidiaGpuIdleWhileAllocated  NvidiaGpuIdleWhileAllocatedMetricConfig  `mapstructure:"nvidia.gpu.idle_while_allocated"`
-	NvidiaGpuMemoryGrowthRate    NvidiaGpuMemoryGrowthRateMetricConfig    `mapstructure:"nvidia.gpu.memory.growth_rate"`
-	NvidiaGpuMemoryLeakSuspected NvidiaGpuMemoryLeakSuspectedMetricConfig `mapstructure:"nvidia.gpu.memory.leak_suspected"`
-	NvidiaGpuPodEnergy           NvidiaGpuPodEnergyMetricConfig           `mapstructure:"nvidia.gpu.pod.energy"`
-	NvidiaGpuPodMemoryUsage      NvidiaGpuPodMemoryUsageMetricConfig      `mapstructure:"nvidia.gpu.pod.memory.usage"`
-	NvidiaGpuPodUtilization      NvidiaGpuPodUtilizationMetricConfig      `mapstructure:"nvidia.gpu.pod.utilization"`
-	NvidiaGpuThrottled           NvidiaGpuThrottledMetricConfig           `mapstructure:"nvidia.gpu.throttled"`
+	HwGpuMemoryUtilization          HwGpuMemoryUtilizationMetricConfig          `mapstructure:"hw.gpu.memory.utilization"`
+	NvidiaGpuAttributionAge         NvidiaGpuAttributionAgeMetricConfig         `mapstructure:"nvidia.gpu.attribution.age"`
+	NvidiaGpuAttributionErrors      NvidiaGpuAttributionErrorsMetricConfig      `mapstructure:"nvidia.gpu.attribution.errors"`
+	NvidiaGpuBottleneck             NvidiaGpuBottleneckMetricConfig             `mapstructure:"nvidia.gpu.bottleneck"`
+	NvidiaGpuDevicesAllocatable     NvidiaGpuDevicesAllocatableMetricConfig     `mapstructure:"nvidia.gpu.devices.allocatable"`
+	NvidiaGpuDevicesAllocated       NvidiaGpuDevicesAllocatedMetricConfig       `mapstructure:"nvidia.gpu.devices.allocated"`
+	NvidiaGpuIdleWhileAllocated     NvidiaGpuIdleWhileAllocatedMetricConfig     `mapstructure:"nvidia.gpu.idle_while_allocated"`
+	NvidiaGpuMemoryGrowthRate       NvidiaGpuMemoryGrowthRateMetricConfig       `mapstructure:"nvidia.gpu.memory.growth_rate"`
+	NvidiaGpuMemoryLeakSuspected    NvidiaGpuMemoryLeakSuspectedMetricConfig    `mapstructure:"nvidia.gpu.memory.leak_suspected"`
+	NvidiaGpuPodEnergy              NvidiaGpuPodEnergyMetricConfig              `mapstructure:"nvidia.gpu.pod.energy"`
+	NvidiaGpuPodMemoryGrowthRate    NvidiaGpuPodMemoryGrowthRateMetricConfig    `mapstructure:"nvidia.gpu.pod.memory.growth_rate"`
+	NvidiaGpuPodMemoryLeakSuspected NvidiaGpuPodMemoryLeakSuspectedMetricConfig `mapstructure:"nvidia.gpu.pod.memory.leak_suspected"`
+	NvidiaGpuPodMemoryUsage         NvidiaGpuPodMemoryUsageMetricConfig         `mapstructure:"nvidia.gpu.pod.memory.usage"`
+	NvidiaGpuPodUtilization         NvidiaGpuPodUtilizationMetricConfig         `mapstructure:"nvidia.gpu.pod.utilization"`
+	NvidiaGpuThrottled              NvidiaGpuThrottledMetricConfig              `mapstructure:"nvidia.gpu.throttled"`
 }
 
 func DefaultMetricsConfig() MetricsConfig {
@@ -433,6 +475,12 @@ func DefaultMetricsConfig() MetricsConfig {
 			Enabled: true,
 		},
 		NvidiaGpuPodEnergy: NvidiaGpuPodEnergyMetricConfig{
+			Enabled: true,
+		},
+		NvidiaGpuPodMemoryGrowthRate: NvidiaGpuPodMemoryGrowthRateMetricConfig{
+			Enabled: true,
+		},
+		NvidiaGpuPodMemoryLeakSuspected: NvidiaGpuPodMemoryLeakSuspectedMetricConfig{
 			Enabled: true,
 		},
 		NvidiaGpuPodMemoryUsage: NvidiaGpuPodMemoryUsageMetricConfig{

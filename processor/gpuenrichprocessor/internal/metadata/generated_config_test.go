@@ -62,6 +62,12 @@ func TestMetricsBuilderConfig(t *testing.T) {
 					NvidiaGpuPodEnergy: NvidiaGpuPodEnergyMetricConfig{
 						Enabled: true,
 					},
+					NvidiaGpuPodMemoryGrowthRate: NvidiaGpuPodMemoryGrowthRateMetricConfig{
+						Enabled: true,
+					},
+					NvidiaGpuPodMemoryLeakSuspected: NvidiaGpuPodMemoryLeakSuspectedMetricConfig{
+						Enabled: true,
+					},
 					NvidiaGpuPodMemoryUsage: NvidiaGpuPodMemoryUsageMetricConfig{
 						Enabled: true,
 					},
@@ -116,6 +122,12 @@ func TestMetricsBuilderConfig(t *testing.T) {
 					NvidiaGpuPodEnergy: NvidiaGpuPodEnergyMetricConfig{
 						Enabled: false,
 					},
+					NvidiaGpuPodMemoryGrowthRate: NvidiaGpuPodMemoryGrowthRateMetricConfig{
+						Enabled: false,
+					},
+					NvidiaGpuPodMemoryLeakSuspected: NvidiaGpuPodMemoryLeakSuspectedMetricConfig{
+						Enabled: false,
+					},
 					NvidiaGpuPodMemoryUsage: NvidiaGpuPodMemoryUsageMetricConfig{
 						Enabled: false,
 					},
@@ -134,7 +146,7 @@ func TestMetricsBuilderConfig(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := loadMetricsBuilderConfig(t, tt.name)
-			diff := cmp.Diff(tt.want, cfg, cmpopts.IgnoreUnexported(HwGpuMemoryUtilizationMetricConfig{}, NvidiaGpuAttributionAgeMetricConfig{}, NvidiaGpuAttributionErrorsMetricConfig{}, NvidiaGpuBottleneckMetricConfig{}, NvidiaGpuDevicesAllocatableMetricConfig{}, NvidiaGpuDevicesAllocatedMetricConfig{}, NvidiaGpuIdleWhileAllocatedMetricConfig{}, NvidiaGpuMemoryGrowthRateMetricConfig{}, NvidiaGpuMemoryLeakSuspectedMetricConfig{}, NvidiaGpuPodEnergyMetricConfig{}, NvidiaGpuPodMemoryUsageMetricConfig{}, NvidiaGpuPodUtilizationMetricConfig{}, NvidiaGpuThrottledMetricConfig{}))
+			diff := cmp.Diff(tt.want, cfg, cmpopts.IgnoreUnexported(HwGpuMemoryUtilizationMetricConfig{}, NvidiaGpuAttributionAgeMetricConfig{}, NvidiaGpuAttributionErrorsMetricConfig{}, NvidiaGpuBottleneckMetricConfig{}, NvidiaGpuDevicesAllocatableMetricConfig{}, NvidiaGpuDevicesAllocatedMetricConfig{}, NvidiaGpuIdleWhileAllocatedMetricConfig{}, NvidiaGpuMemoryGrowthRateMetricConfig{}, NvidiaGpuMemoryLeakSuspectedMetricConfig{}, NvidiaGpuPodEnergyMetricConfig{}, NvidiaGpuPodMemoryGrowthRateMetricConfig{}, NvidiaGpuPodMemoryLeakSuspectedMetricConfig{}, NvidiaGpuPodMemoryUsageMetricConfig{}, NvidiaGpuPodUtilizationMetricConfig{}, NvidiaGpuThrottledMetricConfig{}))
 			require.Emptyf(t, diff, "Config mismatch (-expected +actual):\n%s", diff)
 		})
 	}

@@ -115,6 +115,12 @@ var MetricsInfo = metricsInfo{
 	NvidiaGpuPodEnergy: metricInfo{
 		Name: "nvidia.gpu.pod.energy",
 	},
+	NvidiaGpuPodMemoryGrowthRate: metricInfo{
+		Name: "nvidia.gpu.pod.memory.growth_rate",
+	},
+	NvidiaGpuPodMemoryLeakSuspected: metricInfo{
+		Name: "nvidia.gpu.pod.memory.leak_suspected",
+	},
 	NvidiaGpuPodMemoryUsage: metricInfo{
 		Name: "nvidia.gpu.pod.memory.usage",
 	},
@@ -128,19 +134,21 @@ var MetricsInfo = metricsInfo{
 }
 
 type metricsInfo struct {
-	HwGpuMemoryUtilization       metricInfo
-	NvidiaGpuAttributionAge      metricInfo
-	NvidiaGpuAttributionErrors   metricInfo
-	NvidiaGpuBottleneck          metricInfo
-	NvidiaGpuDevicesAllocatable  metricInfo
-	NvidiaGpuDevicesAllocated    metricInfo
-	NvidiaGpuIdleWhileAllocated  metricInfo
-	NvidiaGpuMemoryGrowthRate    metricInfo
-	NvidiaGpuMemoryLeakSuspected metricInfo
-	NvidiaGpuPodEnergy           metricInfo
-	NvidiaGpuPodMemoryUsage      metricInfo
-	NvidiaGpuPodUtilization      metricInfo
-	NvidiaGpuThrottled           metricInfo
+	HwGpuMemoryUtilization          metricInfo
+	NvidiaGpuAttributionAge         metricInfo
+	NvidiaGpuAttributionErrors      metricInfo
+	NvidiaGpuBottleneck             metricInfo
+	NvidiaGpuDevicesAllocatable     metricInfo
+	NvidiaGpuDevicesAllocated       metricInfo
+	NvidiaGpuIdleWhileAllocated     metricInfo
+	NvidiaGpuMemoryGrowthRate       metricInfo
+	NvidiaGpuMemoryLeakSuspected    metricInfo
+	NvidiaGpuPodEnergy              metricInfo
+	NvidiaGpuPodMemoryGrowthRate    metricInfo
+	NvidiaGpuPodMemoryLeakSuspected metricInfo
+	NvidiaGpuPodMemoryUsage         metricInfo
+	NvidiaGpuPodUtilization         metricInfo
+	NvidiaGpuThrottled              metricInfo
 }
 
 type metricInfo struct {
@@ -634,7 +642,7 @@ type metricNvidiaGpuMemoryGrowthRate struct {
 // init fills nvidia.gpu.memory.growth_rate metric with initial data.
 func (m *metricNvidiaGpuMemoryGrowthRate) init() {
 	m.data.SetName("nvidia.gpu.memory.growth_rate")
-	m.data.SetDescription("Slope of framebuffer use over the leak window (least squares), per GPU and per pod on a GPU.")
+	m.data.SetDescription("Slope of framebuffer use over the leak window (least squares), per GPU and per MIG instance.")
 	m.data.SetUnit("By/s")
 	m.data.SetEmptyGauge()
 }
@@ -771,6 +779,108 @@ func (m *metricNvidiaGpuPodEnergy) emit(metrics pmetric.MetricSlice) {
 
 func newMetricNvidiaGpuPodEnergy(cfg NvidiaGpuPodEnergyMetricConfig) metricNvidiaGpuPodEnergy {
 	m := metricNvidiaGpuPodEnergy{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
+type metricNvidiaGpuPodMemoryGrowthRate struct {
+	data     pmetric.Metric                           // data buffer for generated metric.
+	config   NvidiaGpuPodMemoryGrowthRateMetricConfig // metric config provided by user.
+	capacity int                                      // max observed number of data points added to the metric.
+}
+
+// init fills nvidia.gpu.pod.memory.growth_rate metric with initial data.
+func (m *metricNvidiaGpuPodMemoryGrowthRate) init() {
+	m.data.SetName("nvidia.gpu.pod.memory.growth_rate")
+	m.data.SetDescription("Slope of the pod's framebuffer use on the GPU over the leak window (least squares).")
+	m.data.SetUnit("By/s")
+	m.data.SetEmptyGauge()
+}
+
+func (m *metricNvidiaGpuPodMemoryGrowthRate) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val float64) {
+	if !m.config.Enabled {
+		return
+	}
+	dp := m.data.Gauge().DataPoints().AppendEmpty()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	dp.SetDoubleValue(val)
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricNvidiaGpuPodMemoryGrowthRate) updateCapacity() {
+	if m.data.Gauge().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Gauge().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricNvidiaGpuPodMemoryGrowthRate) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Gauge().DataPoints().Len() > 0 {
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricNvidiaGpuPodMemoryGrowthRate(cfg NvidiaGpuPodMemoryGrowthRateMetricConfig) metricNvidiaGpuPodMemoryGrowthRate {
+	m := metricNvidiaGpuPodMemoryGrowthRate{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
+type metricNvidiaGpuPodMemoryLeakSuspected struct {
+	data     pmetric.Metric                              // data buffer for generated metric.
+	config   NvidiaGpuPodMemoryLeakSuspectedMetricConfig // metric config provided by user.
+	capacity int                                         // max observed number of data points added to the metric.
+}
+
+// init fills nvidia.gpu.pod.memory.leak_suspected metric with initial data.
+func (m *metricNvidiaGpuPodMemoryLeakSuspected) init() {
+	m.data.SetName("nvidia.gpu.pod.memory.leak_suspected")
+	m.data.SetDescription("1 when the pod's framebuffer use on the GPU grew persistently over the leak window while its utilization stayed steady (the rule of nvidia.gpu.memory.leak_suspected), else 0.")
+	m.data.SetUnit("1")
+	m.data.SetEmptySum()
+	m.data.Sum().SetIsMonotonic(false)
+	m.data.Sum().SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+}
+
+func (m *metricNvidiaGpuPodMemoryLeakSuspected) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val int64) {
+	if !m.config.Enabled {
+		return
+	}
+	dp := m.data.Sum().DataPoints().AppendEmpty()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	dp.SetIntValue(val)
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricNvidiaGpuPodMemoryLeakSuspected) updateCapacity() {
+	if m.data.Sum().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Sum().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricNvidiaGpuPodMemoryLeakSuspected) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Sum().DataPoints().Len() > 0 {
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricNvidiaGpuPodMemoryLeakSuspected(cfg NvidiaGpuPodMemoryLeakSuspectedMetricConfig) metricNvidiaGpuPodMemoryLeakSuspected {
+	m := metricNvidiaGpuPodMemoryLeakSuspected{config: cfg}
 
 	if cfg.Enabled {
 		m.data = pmetric.NewMetric()
@@ -975,24 +1085,26 @@ func newMetricNvidiaGpuThrottled(cfg NvidiaGpuThrottledMetricConfig) metricNvidi
 // MetricsBuilder provides an interface for scrapers to report metrics while taking care of all the transformations
 // required to produce metric representation defined in metadata and user config.
 type MetricsBuilder struct {
-	config                             MetricsBuilderConfig // config of the metrics builder.
-	startTime                          pcommon.Timestamp    // start time that will be applied to all recorded data points.
-	metricsCapacity                    int                  // maximum observed number of metrics per resource.
-	metricsBuffer                      pmetric.Metrics      // accumulates metrics data before emitting.
-	buildInfo                          component.BuildInfo  // contains version information.
-	metricHwGpuMemoryUtilization       metricHwGpuMemoryUtilization
-	metricNvidiaGpuAttributionAge      metricNvidiaGpuAttributionAge
-	metricNvidiaGpuAttributionErrors   metricNvidiaGpuAttributionErrors
-	metricNvidiaGpuBottleneck          metricNvidiaGpuBottleneck
-	metricNvidiaGpuDevicesAllocatable  metricNvidiaGpuDevicesAllocatable
-	metricNvidiaGpuDevicesAllocated    metricNvidiaGpuDevicesAllocated
-	metricNvidiaGpuIdleWhileAllocated  metricNvidiaGpuIdleWhileAllocated
-	metricNvidiaGpuMemoryGrowthRate    metricNvidiaGpuMemoryGrowthRate
-	metricNvidiaGpuMemoryLeakSuspected metricNvidiaGpuMemoryLeakSuspected
-	metricNvidiaGpuPodEnergy           metricNvidiaGpuPodEnergy
-	metricNvidiaGpuPodMemoryUsage      metricNvidiaGpuPodMemoryUsage
-	metricNvidiaGpuPodUtilization      metricNvidiaGpuPodUtilization
-	metricNvidiaGpuThrottled           metricNvidiaGpuThrottled
+	config                                MetricsBuilderConfig // config of the metrics builder.
+	startTime                             pcommon.Timestamp    // start time that will be applied to all recorded data points.
+	metricsCapacity                       int                  // maximum observed number of metrics per resource.
+	metricsBuffer                         pmetric.Metrics      // accumulates metrics data before emitting.
+	buildInfo                             component.BuildInfo  // contains version information.
+	metricHwGpuMemoryUtilization          metricHwGpuMemoryUtilization
+	metricNvidiaGpuAttributionAge         metricNvidiaGpuAttributionAge
+	metricNvidiaGpuAttributionErrors      metricNvidiaGpuAttributionErrors
+	metricNvidiaGpuBottleneck             metricNvidiaGpuBottleneck
+	metricNvidiaGpuDevicesAllocatable     metricNvidiaGpuDevicesAllocatable
+	metricNvidiaGpuDevicesAllocated       metricNvidiaGpuDevicesAllocated
+	metricNvidiaGpuIdleWhileAllocated     metricNvidiaGpuIdleWhileAllocated
+	metricNvidiaGpuMemoryGrowthRate       metricNvidiaGpuMemoryGrowthRate
+	metricNvidiaGpuMemoryLeakSuspected    metricNvidiaGpuMemoryLeakSuspected
+	metricNvidiaGpuPodEnergy              metricNvidiaGpuPodEnergy
+	metricNvidiaGpuPodMemoryGrowthRate    metricNvidiaGpuPodMemoryGrowthRate
+	metricNvidiaGpuPodMemoryLeakSuspected metricNvidiaGpuPodMemoryLeakSuspected
+	metricNvidiaGpuPodMemoryUsage         metricNvidiaGpuPodMemoryUsage
+	metricNvidiaGpuPodUtilization         metricNvidiaGpuPodUtilization
+	metricNvidiaGpuThrottled              metricNvidiaGpuThrottled
 }
 
 // MetricBuilderOption applies changes to default metrics builder.
@@ -1080,6 +1192,8 @@ func (mb *MetricsBuilder) EmitForResource(options ...ResourceMetricsOption) {
 	mb.metricNvidiaGpuMemoryGrowthRate.emit(ils.Metrics())
 	mb.metricNvidiaGpuMemoryLeakSuspected.emit(ils.Metrics())
 	mb.metricNvidiaGpuPodEnergy.emit(ils.Metrics())
+	mb.metricNvidiaGpuPodMemoryGrowthRate.emit(ils.Metrics())
+	mb.metricNvidiaGpuPodMemoryLeakSuspected.emit(ils.Metrics())
 	mb.metricNvidiaGpuPodMemoryUsage.emit(ils.Metrics())
 	mb.metricNvidiaGpuPodUtilization.emit(ils.Metrics())
 	mb.metricNvidiaGpuThrottled.emit(ils.Metrics())
@@ -1152,6 +1266,16 @@ func (mb *MetricsBuilder) RecordNvidiaGpuMemoryLeakSuspectedDataPoint(ts pcommon
 // RecordNvidiaGpuPodEnergyDataPoint adds a data point to nvidia.gpu.pod.energy metric.
 func (mb *MetricsBuilder) RecordNvidiaGpuPodEnergyDataPoint(ts pcommon.Timestamp, val float64) {
 	mb.metricNvidiaGpuPodEnergy.recordDataPoint(mb.startTime, ts, val)
+}
+
+// RecordNvidiaGpuPodMemoryGrowthRateDataPoint adds a data point to nvidia.gpu.pod.memory.growth_rate metric.
+func (mb *MetricsBuilder) RecordNvidiaGpuPodMemoryGrowthRateDataPoint(ts pcommon.Timestamp, val float64) {
+	mb.metricNvidiaGpuPodMemoryGrowthRate.recordDataPoint(mb.startTime, ts, val)
+}
+
+// RecordNvidiaGpuPodMemoryLeakSuspectedDataPoint adds a data point to nvidia.gpu.pod.memory.leak_suspected metric.
+func (mb *MetricsBuilder) RecordNvidiaGpuPodMemoryLeakSuspectedDataPoint(ts pcommon.Timestamp, val int64) {
+	mb.metricNvidiaGpuPodMemoryLeakSuspected.recordDataPoint(mb.startTime, ts, val)
 }
 
 // RecordNvidiaGpuPodMemoryUsageDataPoint adds a data point to nvidia.gpu.pod.memory.usage metric.
