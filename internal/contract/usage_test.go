@@ -1,0 +1,91 @@
+package contract
+
+import (
+	"os"
+	"path/filepath"
+	"sort"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/otelcol-gpu/otelcol-gpu/dashboards"
+	"github.com/otelcol-gpu/otelcol-gpu/dashboards/promql"
+)
+
+const root = "../.."
+
+// external are series that come from elsewhere: Prometheus's own alert series and
+// cAdvisor's container CPU (next to GPU utilization, to spot data-loader starvation).
+var external = map[string]bool{"ALERTS": true, "ALERTS_FOR_STATE": true, "container_cpu_usage_seconds_total": true}
+
+// TestDashboardsUseOnlyContractMetrics: a metric renamed in metadata.yaml breaks this test
+// instead of a dashboard panel.
+func TestDashboardsUseOnlyContractMetrics(t *testing.T) {
+	contract, err := PrometheusNames(root)
+	require.NoError(t, err)
+	used, err := dashboards.MetricNames()
+	require.NoError(t, err)
+	require.NotEmpty(t, used)
+	for _, name := range used {
+		if _, ok := contract[name]; !ok && !external[name] {
+			t.Errorf("dashboards use %s, which is not in the metric contract", name)
+		}
+	}
+}
+
+type ruleFile struct {
+	Groups []struct {
+		Name  string `yaml:"name"`
+		Rules []struct {
+			Record string `yaml:"record"`
+			Alert  string `yaml:"alert"`
+			Expr   string `yaml:"expr"`
+		} `yaml:"rules"`
+	} `yaml:"groups"`
+}
+
+// TestRulesUseOnlyContractMetrics: every series an alerting or recording rule reads is in
+// the metric contract, recorded by another rule, or external.
+func TestRulesUseOnlyContractMetrics(t *testing.T) {
+	contract, err := PrometheusNames(root)
+	require.NoError(t, err)
+	files, err := filepath.Glob(filepath.Join(root, "rules", "*.yaml"))
+	require.NoError(t, err)
+	require.NotEmpty(t, files, "rules/*.yaml")
+
+	recorded := map[string]bool{}
+	var exprs []string
+	var alerts int
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		require.NoError(t, err)
+		var rf ruleFile
+		require.NoError(t, yaml.Unmarshal(raw, &rf), f)
+		for _, g := range rf.Groups {
+			for _, r := range g.Rules {
+				if r.Record != "" {
+					recorded[r.Record] = true
+				}
+				if r.Alert != "" {
+					alerts++
+				}
+				exprs = append(exprs, r.Expr)
+			}
+		}
+	}
+	assert.Positive(t, alerts)
+	var unknown []string
+	for _, expr := range exprs {
+		names, err := promql.MetricNames(expr)
+		require.NoError(t, err, expr)
+		for _, n := range names {
+			if _, ok := contract[n]; !ok && !recorded[n] && !external[n] {
+				unknown = append(unknown, n)
+			}
+		}
+	}
+	sort.Strings(unknown)
+	assert.Empty(t, unknown, "rules use series that are neither in the metric contract nor recorded")
+}
