@@ -20,6 +20,8 @@ import (
 // Server is a running Prometheus with the remote-write receiver enabled.
 type Server struct {
 	Addr string
+	bin  string
+	args []string
 	proc *proc.Process
 }
 
@@ -50,7 +52,17 @@ func Start(t testing.TB, configYAML string, extraArgs ...string) *Server {
 	}, extraArgs...)
 	p := proc.Start(t, "prometheus", nil, bin, args...)
 	p.WaitHTTP200(t, "http://"+addr+"/-/ready", 60*time.Second)
-	return &Server{Addr: addr, proc: p}
+	return &Server{Addr: addr, bin: bin, args: args, proc: p}
+}
+
+// Stop stops Prometheus (an outage); its data stays.
+func (s *Server) Stop() { s.proc.Stop(30 * time.Second) }
+
+// Restart starts Prometheus again on the same address and data.
+func (s *Server) Restart(t testing.TB) {
+	t.Helper()
+	s.proc = proc.Start(t, "prometheus (restarted)", nil, s.bin, s.args...)
+	s.proc.WaitHTTP200(t, "http://"+s.Addr+"/-/ready", 60*time.Second)
 }
 
 // RemoteWriteURL is where remote-write senders post.

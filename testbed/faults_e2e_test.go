@@ -1,0 +1,64 @@
+//go:build e2e
+
+package testbed
+
+import (
+	"fmt"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/otelcol-gpu/otelcol-gpu/testbed/internal/prom"
+)
+
+// TestPrometheusOutageLosesNoSample: with the shipped agent configuration (remote-write
+// WAL on), Prometheus goes away for long enough to miss many batches and comes back: every
+// sample the agent produced in the meantime arrives.
+func TestPrometheusOutageLosesNoSample(t *testing.T) {
+	p := prom.Start(t, "")
+	startAgent(t, p, "e2e-outage", "dgxh100", "steady-training")
+	series := `hw_energy_joules_total{host_name="e2e-outage",nvidia_gpu_index="0"}`
+	prom.Eventually(t, 60*time.Second, "first samples", func() error {
+		s, err := p.Query(series)
+		if err != nil || len(s) != 1 {
+			return fmt.Errorf("%v %v", s, err)
+		}
+		return nil
+	})
+
+	p.Stop()
+	down := time.Now()
+	time.Sleep(12 * time.Second) // 12 scrapes at 1 s, several batches
+	p.Restart(t)
+	up := time.Now()
+
+	// Every second between well before the outage and well after it has its sample.
+	from, to := down.Add(-3*time.Second), up.Add(5*time.Second)
+	prom.Eventually(t, 90*time.Second, "the outage's samples arrive", func() error {
+		pts, err := p.QueryRange(fmt.Sprintf(`%s[%ds]`, series, int(math.Ceil(time.Since(from).Seconds()))))
+		if err != nil {
+			return err
+		}
+		if len(pts) != 1 {
+			return fmt.Errorf("%d series", len(pts))
+		}
+		var n int
+		var gap time.Duration
+		var prev time.Time
+		for _, pt := range pts[0].Points {
+			if pt.T.Before(from) || pt.T.After(to) {
+				continue
+			}
+			if !prev.IsZero() && pt.T.Sub(prev) > gap {
+				gap = pt.T.Sub(prev)
+			}
+			prev = pt.T
+			n++
+		}
+		want := int(to.Sub(from).Seconds())
+		if time.Now().Before(to) || n < want-1 || gap > 1500*time.Millisecond {
+			return fmt.Errorf("%d samples in %s (want %d), largest gap %s", n, to.Sub(from), want, gap)
+		}
+		return nil
+	})
+}
