@@ -22,6 +22,8 @@ type agentNode struct {
 	kubeletSocket, procRoot, podLogsDir string
 	// overlays are config files merged over configs/agent.yaml, e.g. dcgm-compat.yaml.
 	overlays []string
+	// walDir is the remote-write WAL's directory (a fresh one when empty).
+	walDir string
 }
 
 // startAgent runs the shipped configs/agent.yaml with the GPU backend switched to the
@@ -32,8 +34,11 @@ func startAgent(t *testing.T, p *prom.Server, host, system, scenario string) {
 	startAgentOn(t, p, host, system, scenario, agentNode{})
 }
 
-func startAgentOn(t *testing.T, p *prom.Server, host, system, scenario string, node agentNode) {
+func startAgentOn(t *testing.T, p *prom.Server, host, system, scenario string, node agentNode) *proc.Process {
 	t.Helper()
+	if node.walDir == "" {
+		node.walDir = t.TempDir()
+	}
 	if node.kubeletSocket == "" {
 		node.kubeletSocket = filepath.Join(t.TempDir(), "no-kubelet.sock")
 	}
@@ -50,7 +55,7 @@ func startAgentOn(t *testing.T, p *prom.Server, host, system, scenario string, n
 		"OTELCOL_GPU_POD_LOGS_DIR=" + node.podLogsDir,
 		"PROMETHEUS_REMOTE_WRITE_URL=" + p.RemoteWriteURL(),
 		"OTELCOL_GPU_HOST_NAME=" + host,
-		"OTELCOL_GPU_WAL_DIR=" + t.TempDir(),
+		"OTELCOL_GPU_WAL_DIR=" + node.walDir,
 		"OTELCOL_GPU_INTERVAL=1s",
 		"OTELCOL_GPU_HEALTH_ENDPOINT=" + health,
 		fmt.Sprintf("OTELCOL_GPU_TELEMETRY_PORT=%d", proc.FreePort(t)),
@@ -59,7 +64,7 @@ func startAgentOn(t *testing.T, p *prom.Server, host, system, scenario string, n
 	for _, o := range node.overlays {
 		configs = append(configs, filepath.Join(proc.RepoRoot(), "configs", o))
 	}
-	proc.Collector(t, "otelcol-gpu "+host, env, configs, health,
+	return proc.Collector(t, "otelcol-gpu "+host, env, configs, health,
 		"receivers::gpu::backend=simulated",
 		"receivers::gpu::simulated::system="+system,
 		"receivers::gpu::simulated::scenario="+scenario,

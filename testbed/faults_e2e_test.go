@@ -62,3 +62,40 @@ func TestPrometheusOutageLosesNoSample(t *testing.T) {
 		return nil
 	})
 }
+
+// TestKilledAgentDeliversItsWALAfterRestart: Prometheus is down, the agent buffers in its
+// WAL and is killed (SIGKILL: nothing flushed); restarted on the same WAL directory once
+// Prometheus is back, it delivers what it had buffered.
+func TestKilledAgentDeliversItsWALAfterRestart(t *testing.T) {
+	p := prom.Start(t, "")
+	wal := t.TempDir()
+	node := agentNode{walDir: wal}
+	p.Stop()
+	agent := startAgentOn(t, p, "e2e-crash", "dgxh100", "steady-training", node)
+	bufferedFrom := time.Now()
+	time.Sleep(8 * time.Second)
+	agent.Kill()
+	bufferedTo := time.Now()
+
+	p.Restart(t)
+	startAgentOn(t, p, "e2e-crash", "dgxh100", "steady-training", node)
+	series := `hw_energy_joules_total{host_name="e2e-crash",nvidia_gpu_index="0"}`
+	prom.Eventually(t, 90*time.Second, "samples buffered before the kill", func() error {
+		pts, err := p.QueryRange(fmt.Sprintf(`%s[%ds]`, series, int(math.Ceil(time.Since(bufferedFrom).Seconds()))+1))
+		if err != nil {
+			return err
+		}
+		n := 0
+		for _, s := range pts {
+			for _, pt := range s.Points {
+				if !pt.T.Before(bufferedFrom) && pt.T.Before(bufferedTo) {
+					n++
+				}
+			}
+		}
+		if n < 5 {
+			return fmt.Errorf("%d samples from the %s before the kill arrived", n, bufferedTo.Sub(bufferedFrom).Round(time.Second))
+		}
+		return nil
+	})
+}

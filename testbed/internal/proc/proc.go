@@ -97,6 +97,12 @@ func (p *Process) Stop(grace time.Duration) {
 	}
 }
 
+// Kill ends the program with SIGKILL (a crash: nothing is flushed).
+func (p *Process) Kill() {
+	_ = p.cmd.Process.Kill()
+	<-p.done
+}
+
 // Exited reports whether the program has ended, and how.
 func (p *Process) Exited() (bool, error) {
 	select {
