@@ -24,6 +24,8 @@ type agentNode struct {
 	overlays []string
 	// walDir is the remote-write WAL's directory (a fresh one when empty).
 	walDir string
+	// sets are extra --set overrides.
+	sets []string
 }
 
 // startAgent runs the shipped configs/agent.yaml with the GPU backend switched to the
@@ -64,14 +66,15 @@ func startAgentOn(t *testing.T, p *prom.Server, host, system, scenario string, n
 	for _, o := range node.overlays {
 		configs = append(configs, filepath.Join(proc.RepoRoot(), "configs", o))
 	}
-	return proc.Collector(t, "otelcol-gpu "+host, env, configs, health,
+	sets := append([]string{
 		"receivers::gpu::backend=simulated",
-		"receivers::gpu::simulated::system="+system,
-		"receivers::gpu::simulated::scenario="+scenario,
+		"receivers::gpu::simulated::system=" + system,
+		"receivers::gpu::simulated::scenario=" + scenario,
 		"processors::batch::timeout=1s",
 		"processors::gpu_enrich::kubelet::refresh_interval=1s",
 		"service::pipelines::metrics::processors=[memory_limiter,gpu_enrich,batch]",
-	)
+	}, node.sets...)
+	return proc.Collector(t, "otelcol-gpu "+host, env, configs, health, sets...)
 }
 
 // TestAgentRemoteWritesEveryGPUWithItsIdentity runs two agents (a training node and a node

@@ -99,3 +99,33 @@ func TestKilledAgentDeliversItsWALAfterRestart(t *testing.T) {
 		return nil
 	})
 }
+
+// TestNVMLAppearingLaterStartsMetricsWithoutRestart: the driver's library is missing when
+// the agent starts (it keeps running, reports NVML unavailable) and appears 8 s later:
+// GPU metrics start flowing without a restart.
+func TestNVMLAppearingLaterStartsMetricsWithoutRestart(t *testing.T) {
+	p := prom.Start(t, "")
+	startAgentOn(t, p, "e2e-late-driver", "dgxh100", "steady-training", agentNode{sets: []string{
+		"receivers::gpu::simulated::nvml_missing_for=8s",
+		"receivers::gpu::nvml::init_retry::initial_interval=1s",
+		"receivers::gpu::nvml::init_retry::max_interval=2s",
+	}})
+	prom.Eventually(t, 60*time.Second, "NVML reported unavailable", func() error {
+		s, err := p.Query(`nvidia_nvml_init_errors_total{host_name="e2e-late-driver",nvidia_nvml_error="ERROR_LIBRARY_NOT_FOUND"} > 0`)
+		if err != nil || len(s) != 1 {
+			return fmt.Errorf("%v %v", s, err)
+		}
+		return nil
+	})
+	prom.Eventually(t, 60*time.Second, "GPU metrics once NVML is there", func() error {
+		s, err := p.Query(`count(hw_power_watts{host_name="e2e-late-driver"})`)
+		if err != nil || len(s) != 1 || s[0].Value != 8 {
+			return fmt.Errorf("%v %v", s, err)
+		}
+		a, err := p.Query(`nvidia_nvml_available{host_name="e2e-late-driver"}`)
+		if err != nil || len(a) != 1 || a[0].Value != 1 {
+			return fmt.Errorf("nvidia_nvml_available %v %v", a, err)
+		}
+		return nil
+	})
+}

@@ -65,6 +65,9 @@ type SimulatedConfig struct {
 	Scenario string `mapstructure:"scenario"`
 	// Seed makes runs reproducible: same seed, same values.
 	Seed int64 `mapstructure:"seed"`
+	// NVMLMissingFor makes the simulated library fail to initialise for this long after
+	// start (a driver installed after the collector), to try the receiver's recovery.
+	NVMLMissingFor time.Duration `mapstructure:"nvml_missing_for"`
 }
 
 // Validate reports every invalid field, each error naming its field. The embedded
@@ -104,6 +107,9 @@ func (c SimulatedConfig) validate() []error {
 	var errs []error
 	if !slices.Contains(simulator.Systems(), c.System) {
 		errs = append(errs, fmt.Errorf("simulated.system: must be one of %s, got %q", strings.Join(simulator.Systems(), ", "), c.System))
+	}
+	if c.NVMLMissingFor < 0 {
+		errs = append(errs, fmt.Errorf("simulated.nvml_missing_for: must not be negative, got %s", c.NVMLMissingFor))
 	}
 	if !slices.Contains(simulator.Scenarios(), c.Scenario) {
 		errs = append(errs, fmt.Errorf("simulated.scenario: must be one of %s, got %q", strings.Join(simulator.Scenarios(), ", "), c.Scenario))

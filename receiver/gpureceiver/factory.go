@@ -36,6 +36,8 @@ func openLibrary(cfg *Config, now func() time.Time) (nvml.Interface, error) {
 			Scenario: cfg.Simulated.Scenario,
 			Seed:     cfg.Simulated.Seed,
 			Now:      now,
+
+			NVMLMissingFor: cfg.Simulated.NVMLMissingFor,
 		})
 	}
 	return nil, fmt.Errorf("unknown backend %q", cfg.Backend)

@@ -19,6 +19,9 @@ type Options struct {
 	Seed     int64
 	// Now is the simulator's clock; values are a function of Now() - (Now() at New).
 	Now func() time.Time
+	// NVMLMissingFor makes Init fail with ERROR_LIBRARY_NOT_FOUND for this long after New,
+	// as on a node whose driver is installed after the collector started.
+	NVMLMissingFor time.Duration
 }
 
 // Simulator implements nvml.Interface. Functions the receiver uses are methods of
@@ -33,6 +36,7 @@ type Simulator struct {
 	now      func() time.Time
 	start    time.Time
 	devices  []*Device
+	missing  time.Duration
 
 	events *eventSource
 
@@ -65,6 +69,7 @@ func New(opts Options) (*Simulator, error) {
 		scenario:       sc,
 		now:            opts.Now,
 		start:          opts.Now(),
+		missing:        opts.NVMLMissingFor,
 		calls:          map[string]int64{},
 		missingSymbols: map[string]bool{},
 	}
@@ -159,9 +164,12 @@ func (s *Simulator) elapsed() float64 {
 	return s.now().Sub(s.start).Seconds()
 }
 
-// Init always succeeds: the simulator has no library to load.
+// Init succeeds, unless the library is still "missing" (Options.NVMLMissingFor).
 func (s *Simulator) Init() nvml.Return {
 	s.count("Init")
+	if s.now().Sub(s.start) < s.missing {
+		return nvml.ERROR_LIBRARY_NOT_FOUND
+	}
 	return nvml.SUCCESS
 }
 
