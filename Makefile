@@ -18,7 +18,7 @@ MDATAGEN  := $(BIN)/mdatagen
 COLLECTOR := distribution/otelcol-gpu
 GO_PKGS   := ./...
 
-.PHONY: run test unit fuzz e2e build generate lint bench deps tools check-versions check-generated test-gpu clean
+.PHONY: run test rules unit fuzz e2e deploy-test build generate lint bench deps tools check-versions check-generated test-gpu clean
 
 DEMO_DIR := $(CURDIR)/.run
 
@@ -35,11 +35,21 @@ $(BIN)/fake-kubelet: FORCE
 FORCE:
 
 ## test: everything CI runs — install dependencies, lint, version and generated-code checks, unit tests, a short fuzz run, end-to-end testbed
-test: deps lint check-versions check-generated unit fuzz e2e
+test: deps lint check-versions check-generated rules unit fuzz e2e deploy-test
 
 ## unit: unit tests with the race detector
 unit:
 	go test -race -count=1 $(GO_PKGS)
+
+## deploy-test: render the kustomize base and the Helm chart, check them strictly against Kubernetes types and validate every embedded config with the built binary (a module of its own: deploy/test)
+deploy-test: build
+	bash deploy/sync-configs.sh --check
+	cd deploy/test && CGO_ENABLED=0 go test -count=1 ./...
+
+## rules: promtool checks and unit tests of the alerting and recording rules
+rules:
+	promtool check rules rules/gpu-alerts.yaml rules/gpu-recording.yaml
+	promtool test rules rules/tests/*.yaml
 
 FUZZTIME ?= 10s
 

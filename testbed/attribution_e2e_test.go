@@ -14,6 +14,7 @@ import (
 
 	"github.com/otelcol-gpu/otelcol-gpu/internal/fakekubelet"
 	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpureceiver"
+	"github.com/otelcol-gpu/otelcol-gpu/testbed/internal/proc"
 	"github.com/otelcol-gpu/otelcol-gpu/testbed/internal/prom"
 )
 
@@ -142,6 +143,27 @@ func TestPodAttributionLandsInPrometheus(t *testing.T) {
 				t.Errorf("process %s not attributed: %v", x.Labels["process_pid"], x.Labels)
 			}
 		}
+	})
+
+	t.Run("the HPA example's query gives each GPU pod its utilization", func(t *testing.T) {
+		raw, err := os.ReadFile(filepath.Join(proc.RepoRoot(), "deploy", "autoscaling", "query.promql"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		prom.Eventually(t, 30*time.Second, "HPA query", func() error {
+			s, err := p.Query(strings.TrimSpace(string(raw)))
+			if err != nil {
+				return err
+			}
+			got := map[string]float64{}
+			for _, x := range s {
+				got[x.Labels["k8s_namespace_name"]+"/"+x.Labels["k8s_pod_name"]] = x.Value
+			}
+			if len(got) != 9 || got["serving/infer-a"] <= 0 || got["ml/train-1"] <= 0 {
+				return fmt.Errorf("per-pod utilization %v, want the 7 trainers and the 2 shared pods", got)
+			}
+			return nil
+		})
 	})
 
 	t.Run("node allocation is charted", func(t *testing.T) {

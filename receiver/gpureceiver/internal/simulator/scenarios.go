@@ -126,10 +126,11 @@ func (m *machine) derive(r *reading, gpu int, t float64) {
 
 func clampPercent(v float64) float64 { return math.Max(0, math.Min(100, v)) }
 
-// steadyTraining: every GPU busy at 85–99 %, framebuffer stable around 78 %, nothing wrong.
+// steadyTraining: every GPU busy at 82–94 % (below the saturation alert), framebuffer
+// stable around 78 %, nothing wrong.
 func steadyTraining(m *machine, gpu int, t float64) reading {
 	r := reading{
-		utilization:        clampPercent(92 + 5*m.wave(gpu, 60, t) + 2*m.noise(gpu, 1, t)),
+		utilization:        clampPercent(88 + 4*m.wave(gpu, 60, t) + 1.5*m.noise(gpu, 1, t)),
 		memoryCopyUtil:     clampPercent(48 + 8*m.wave(gpu, 45, t) + 3*m.noise(gpu, 2, t)),
 		fbUsedFraction:     0.78 + 0.002*m.noise(gpu, 3, t),
 		pcieReplaysPerHour: 2,

@@ -1,0 +1,232 @@
+{{/* Names and labels. */}}
+{{- define "otelcol-gpu.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "otelcol-gpu.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := default .Chart.Name .Values.nameOverride -}}
+{{- if contains $name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "otelcol-gpu.agentName" -}}
+{{- printf "%s-agent" (include "otelcol-gpu.fullname" .) | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "otelcol-gpu.gatewayName" -}}
+{{- printf "%s-gateway" (include "otelcol-gpu.fullname" .) | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "otelcol-gpu.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- default (include "otelcol-gpu.agentName" .) .Values.serviceAccount.name -}}
+{{- else -}}
+{{- default "default" .Values.serviceAccount.name -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "otelcol-gpu.image" -}}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
+{{- end -}}
+
+{{- define "otelcol-gpu.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+app.kubernetes.io/name: {{ include "otelcol-gpu.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: otelcol-gpu
+{{- end -}}
+
+{{/* Selector labels; call with (dict "ctx" $ "component" "agent"). */}}
+{{- define "otelcol-gpu.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "otelcol-gpu.name" .ctx }}
+app.kubernetes.io/instance: {{ .ctx.Release.Name }}
+app.kubernetes.io/component: {{ .component }}
+{{- end -}}
+
+{{/* The Secret holding the remote-write credential. */}}
+{{- define "otelcol-gpu.remoteWriteSecret" -}}
+{{- default (printf "%s-remote-write" (include "otelcol-gpu.fullname" .)) .Values.remoteWrite.auth.existingSecret -}}
+{{- end -}}
+
+{{/*
+Overrides merged over the agent's config (gpu_enrich switches). Empty when the values are
+the defaults, so that the agent then runs configs/agent.yaml alone.
+*/}}
+{{- define "otelcol-gpu.attributionOverrides" -}}
+{{- $enrich := dict -}}
+{{- if not .Values.attribution.kubelet -}}
+{{- $_ := set $enrich "kubelet" (dict "enabled" false) -}}
+{{- end -}}
+{{- if not .Values.attribution.processes -}}
+{{- $_ := set $enrich "processes" (dict "enabled" false) -}}
+{{- end -}}
+{{- if $enrich -}}
+{{- dict "processors" (dict "gpu_enrich" $enrich) | toYaml -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+Overrides merged over the config that remote-writes (the agent's, or the gateway's in
+gateway mode): TLS towards the remote-write endpoint and the extra OTLP exporter.
+*/}}
+{{- define "otelcol-gpu.remoteWriteOverrides" -}}
+{{- $exporters := dict -}}
+{{- $service := dict -}}
+{{- $tls := .Values.remoteWrite.tls -}}
+{{- if and $tls.caSecret $tls.caConfigMap -}}
+{{- fail "remoteWrite.tls: set caSecret or caConfigMap, not both" -}}
+{{- end -}}
+{{- if or $tls.caSecret $tls.caConfigMap $tls.insecureSkipVerify $tls.serverName -}}
+{{- $t := dict "insecure_skip_verify" $tls.insecureSkipVerify -}}
+{{- if or $tls.caSecret $tls.caConfigMap -}}
+{{- $_ := set $t "ca_file" (printf "/etc/otelcol-gpu/remote-write-ca/%s" $tls.caKey) -}}
+{{- end -}}
+{{- if $tls.serverName -}}
+{{- $_ := set $t "server_name_override" $tls.serverName -}}
+{{- end -}}
+{{- $_ := set $exporters "prometheus_remote_write" (dict "http" (dict "tls" $t)) -}}
+{{- end -}}
+{{- $x := .Values.extraOtlpExporter -}}
+{{- if $x.enabled -}}
+{{- if not $x.endpoint -}}
+{{- fail "extraOtlpExporter.endpoint is required when extraOtlpExporter.enabled" -}}
+{{- end -}}
+{{- if not (has $x.protocol (list "grpc" "http")) -}}
+{{- fail "extraOtlpExporter.protocol must be grpc or http" -}}
+{{- end -}}
+{{- $id := printf "otlp_%s/extra" $x.protocol -}}
+{{- $cfg := dict "endpoint" $x.endpoint "compression" "gzip" -}}
+{{- if $x.insecure -}}
+{{- $_ := set $cfg "tls" (dict "insecure" true) -}}
+{{- end -}}
+{{- $_ := set $exporters $id $cfg -}}
+{{- $_ := set $service "pipelines" (dict "metrics" (dict "exporters" (list "prometheus_remote_write" $id))) -}}
+{{- end -}}
+{{- $out := dict -}}
+{{- if $exporters -}}
+{{- $_ := set $out "exporters" $exporters -}}
+{{- end -}}
+{{- if $service -}}
+{{- $_ := set $out "service" $service -}}
+{{- end -}}
+{{- if $out -}}
+{{- $out | toYaml -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The auth overlay file for remote-write, or nothing. */}}
+{{- define "otelcol-gpu.authFile" -}}
+{{- $type := .Values.remoteWrite.auth.type -}}
+{{- if eq $type "basic" -}}
+remote-write-auth-basic.yaml
+{{- else if eq $type "bearer" -}}
+remote-write-auth-bearer.yaml
+{{- else if ne $type "none" -}}
+{{- fail "remoteWrite.auth.type must be none, basic or bearer" -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Pod-spec pieces for remote-write auth and TLS: env, volumes, mounts. */}}
+{{- define "otelcol-gpu.remoteWriteEnv" -}}
+{{- if eq .Values.remoteWrite.auth.type "basic" }}
+- name: REMOTE_WRITE_BASIC_AUTH
+  valueFrom:
+    secretKeyRef:
+      name: {{ include "otelcol-gpu.remoteWriteSecret" . }}
+      key: {{ .Values.remoteWrite.auth.basicAuthKey }}
+{{- else if eq .Values.remoteWrite.auth.type "bearer" }}
+- name: REMOTE_WRITE_BEARER_TOKEN_FILE
+  value: /etc/otelcol-gpu/auth/token
+{{- end }}
+{{- end -}}
+
+{{- define "otelcol-gpu.remoteWriteVolumes" -}}
+{{- if eq .Values.remoteWrite.auth.type "bearer" }}
+- name: remote-write-token
+  secret:
+    secretName: {{ include "otelcol-gpu.remoteWriteSecret" . }}
+    items:
+      - key: {{ .Values.remoteWrite.auth.tokenKey }}
+        path: token
+{{- end }}
+{{- with .Values.remoteWrite.tls }}
+{{- if .caSecret }}
+- name: remote-write-ca
+  secret:
+    secretName: {{ .caSecret }}
+    items:
+      - key: {{ .caKey }}
+        path: {{ .caKey }}
+{{- else if .caConfigMap }}
+- name: remote-write-ca
+  configMap:
+    name: {{ .caConfigMap }}
+    items:
+      - key: {{ .caKey }}
+        path: {{ .caKey }}
+{{- end }}
+{{- end }}
+{{- end -}}
+
+{{- define "otelcol-gpu.remoteWriteMounts" -}}
+{{- if eq .Values.remoteWrite.auth.type "bearer" }}
+- name: remote-write-token
+  mountPath: /etc/otelcol-gpu/auth
+  readOnly: true
+{{- end }}
+{{- if or .Values.remoteWrite.tls.caSecret .Values.remoteWrite.tls.caConfigMap }}
+- name: remote-write-ca
+  mountPath: /etc/otelcol-gpu/remote-write-ca
+  readOnly: true
+{{- end }}
+{{- end -}}
+
+{{/* The agent's config files, in --config order (later files override earlier ones). */}}
+{{- define "otelcol-gpu.agentBaseFile" -}}
+{{- if .Values.gateway.enabled -}}agent-to-gateway.yaml{{- else -}}agent.yaml{{- end -}}
+{{- end -}}
+
+{{- define "otelcol-gpu.agentOverrides" -}}
+{{- $over := include "otelcol-gpu.attributionOverrides" . | fromYaml -}}
+{{- if not .Values.gateway.enabled -}}
+{{- $over = mustMergeOverwrite $over (include "otelcol-gpu.remoteWriteOverrides" . | fromYaml) -}}
+{{- end -}}
+{{- if $over -}}
+{{- toYaml $over -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "otelcol-gpu.agentConfigFiles" -}}
+{{- $files := list (include "otelcol-gpu.agentBaseFile" .) -}}
+{{- if include "otelcol-gpu.agentOverrides" . -}}
+{{- $files = append $files "overrides.yaml" -}}
+{{- end -}}
+{{- if and (not .Values.gateway.enabled) (include "otelcol-gpu.authFile" .) -}}
+{{- $files = append $files (include "otelcol-gpu.authFile" .) -}}
+{{- end -}}
+{{- toJson $files -}}
+{{- end -}}
+
+{{/* The gateway's config files, in --config order. */}}
+{{- define "otelcol-gpu.gatewayConfigFiles" -}}
+{{- $files := list "gateway.yaml" -}}
+{{- if .Values.gateway.tls.enabled -}}
+{{- $files = append $files "gateway-tls.yaml" -}}
+{{- end -}}
+{{- if include "otelcol-gpu.remoteWriteOverrides" . -}}
+{{- $files = append $files "overrides.yaml" -}}
+{{- end -}}
+{{- if include "otelcol-gpu.authFile" . -}}
+{{- $files = append $files (include "otelcol-gpu.authFile" .) -}}
+{{- end -}}
+{{- toJson $files -}}
+{{- end -}}

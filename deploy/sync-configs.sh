@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Copies the collector configs into the places that package them, because kustomize and
+# Helm only read files inside their own directory. configs/ and deploy/config-overlays/
+# stay the one source of truth; deploy/test fails when a copy is stale.
+#
+#   deploy/sync-configs.sh          write the copies
+#   deploy/sync-configs.sh --check  exit 1 and list the stale copies, write nothing
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+check=false
+[[ "${1:-}" == "--check" ]] && check=true
+
+# source → copy
+copies=(
+  "configs/agent.yaml                               deploy/kubernetes/base/agent.yaml"
+  "configs/agent-to-gateway.yaml                    deploy/kubernetes/agent-to-gateway/agent-to-gateway.yaml"
+  "configs/gateway.yaml                             deploy/kubernetes/gateway/gateway.yaml"
+  "deploy/config-overlays/gateway-tls.yaml          deploy/kubernetes/components/gateway-tls/gateway-tls.yaml"
+  "deploy/config-overlays/remote-write-auth-basic.yaml  deploy/kubernetes/components/remote-write-auth-basic/remote-write-auth-basic.yaml"
+  "deploy/config-overlays/remote-write-auth-bearer.yaml deploy/kubernetes/components/remote-write-auth-bearer/remote-write-auth-bearer.yaml"
+  "configs/agent.yaml                               deploy/helm/otelcol-gpu/files/agent.yaml"
+  "configs/agent-to-gateway.yaml                    deploy/helm/otelcol-gpu/files/agent-to-gateway.yaml"
+  "configs/gateway.yaml                             deploy/helm/otelcol-gpu/files/gateway.yaml"
+  "deploy/config-overlays/gateway-tls.yaml          deploy/helm/otelcol-gpu/files/gateway-tls.yaml"
+  "deploy/config-overlays/remote-write-auth-basic.yaml  deploy/helm/otelcol-gpu/files/remote-write-auth-basic.yaml"
+  "deploy/config-overlays/remote-write-auth-bearer.yaml deploy/helm/otelcol-gpu/files/remote-write-auth-bearer.yaml"
+)
+
+stale=0
+for pair in "${copies[@]}"; do
+  read -r src dst <<<"$pair"
+  if ! cmp -s "$src" "$dst" 2>/dev/null; then
+    if $check; then
+      echo "stale: $dst (copy of $src)"
+      stale=1
+    else
+      mkdir -p "$(dirname "$dst")"
+      cp "$src" "$dst"
+      echo "wrote $dst"
+    fi
+  fi
+done
+
+# The OpenTelemetry Operator's CR carries the agent config inline under spec.config.
+operator=deploy/kubernetes/operator/otelcol-gpu.yaml
+rendered=$(mktemp)
+trap 'rm -f "$rendered"' EXIT
+{
+  sed -n '1,/^  # @@AGENT_CONFIG@@$/p' deploy/kubernetes/operator/otelcol-gpu.yaml.in | sed '$d'
+  sed 's/^\(.\)/    \1/' configs/agent.yaml
+  sed -n '/^  # @@AGENT_CONFIG@@$/,$p' deploy/kubernetes/operator/otelcol-gpu.yaml.in | sed '1d'
+} >"$rendered"
+if ! cmp -s "$rendered" "$operator" 2>/dev/null; then
+  if $check; then
+    echo "stale: $operator (generated from $operator.in and configs/agent.yaml)"
+    stale=1
+  else
+    cp "$rendered" "$operator"
+    echo "wrote $operator"
+  fi
+fi
+
+if $check && ((stale)); then
+  echo "run deploy/sync-configs.sh" >&2
+  exit 1
+fi

@@ -1,0 +1,185 @@
+package deploytest
+
+import (
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+)
+
+// TestSyncedCopiesAreCurrent: kustomize and Helm read copies of configs/*.yaml and
+// deploy/config-overlays/*.yaml (they cannot read outside their directory); every copy is
+// byte-identical to its source.
+func TestSyncedCopiesAreCurrent(t *testing.T) {
+	cmd := exec.Command("bash", filepath.Join(repoRoot(t), "deploy", "sync-configs.sh"), "--check")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("copies are stale (%v):\n%s\nrun deploy/sync-configs.sh", err, out)
+	}
+}
+
+func loadYAML(t *testing.T, rel string) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := yaml.Unmarshal(readRepoFile(t, rel), &m); err != nil {
+		t.Fatalf("%s: %v", rel, err)
+	}
+	return m
+}
+
+// TestGatewayConfigsMatchAgent: the gateway variants must not drift from agent.yaml — the
+// agent in gateway mode reads and attributes exactly as the direct agent does, and the
+// gateway promotes and writes exactly as the direct agent would.
+func TestGatewayConfigsMatchAgent(t *testing.T) {
+	agent := loadYAML(t, "configs/agent.yaml")
+	toGateway := loadYAML(t, "configs/agent-to-gateway.yaml")
+	gateway := loadYAML(t, "configs/gateway.yaml")
+	for _, section := range []string{"receivers", "processors"} {
+		if !reflect.DeepEqual(agent[section], toGateway[section]) {
+			t.Errorf("configs/agent-to-gateway.yaml %s differ from configs/agent.yaml", section)
+		}
+	}
+	pipeline := func(cfg map[string]any) map[string]any {
+		return cfg["service"].(map[string]any)["pipelines"].(map[string]any)["metrics"].(map[string]any)
+	}
+	if !reflect.DeepEqual(pipeline(agent)["processors"], pipeline(toGateway)["processors"]) {
+		t.Error("agent-to-gateway.yaml runs other processors than agent.yaml")
+	}
+	if !reflect.DeepEqual(agent["service"].(map[string]any)["telemetry"], toGateway["service"].(map[string]any)["telemetry"]) {
+		t.Error("agent-to-gateway.yaml's telemetry differs from agent.yaml's")
+	}
+	prw := func(cfg map[string]any) any { return cfg["exporters"].(map[string]any)["prometheus_remote_write"] }
+	if !reflect.DeepEqual(prw(agent), prw(gateway)) {
+		t.Errorf("configs/gateway.yaml's prometheus_remote_write differs from configs/agent.yaml's:\n agent:   %v\n gateway: %v", prw(agent), prw(gateway))
+	}
+}
+
+// TestConfigsValidate runs `otelcol-gpu validate` on the shipped configs and on every
+// overlay merged over the configs it is meant for.
+func TestConfigsValidate(t *testing.T) {
+	root := repoRoot(t)
+	cfg := func(rel string) string { return filepath.Join(root, rel) }
+	env := map[string]string{
+		"PROMETHEUS_REMOTE_WRITE_URL": "http://prometheus.example.com:9090/api/v1/write",
+		"REMOTE_WRITE_BASIC_AUTH":     "dXNlcjpwYXNzd29yZA==",
+	}
+	for name, files := range map[string][]string{
+		"agent":                       {cfg("configs/agent.yaml")},
+		"agent-to-gateway":            {cfg("configs/agent-to-gateway.yaml")},
+		"gateway":                     {cfg("configs/gateway.yaml")},
+		"gateway+tls+basic":           {cfg("configs/gateway.yaml"), cfg("deploy/config-overlays/gateway-tls.yaml"), cfg("deploy/config-overlays/remote-write-auth-basic.yaml")},
+		"gateway+bearer":              {cfg("configs/gateway.yaml"), cfg("deploy/config-overlays/remote-write-auth-bearer.yaml")},
+		"agent+basic":                 {cfg("configs/agent.yaml"), cfg("deploy/config-overlays/remote-write-auth-basic.yaml")},
+		"agent+bearer":                {cfg("configs/agent.yaml"), cfg("deploy/config-overlays/remote-write-auth-bearer.yaml")},
+		"agent+bare-host (systemd)":   {cfg("configs/agent.yaml"), cfg("deploy/config-overlays/bare-host.yaml")},
+		"agent+bare-host+bearer":      {cfg("configs/agent.yaml"), cfg("deploy/config-overlays/bare-host.yaml"), cfg("deploy/config-overlays/remote-write-auth-bearer.yaml")},
+		"agent+non-root component":    {cfg("configs/agent.yaml"), cfg("deploy/kubernetes/components/non-root/non-root.yaml")},
+		"agent-to-gateway (no env)":   {cfg("configs/agent-to-gateway.yaml")},
+		"gateway+tls (default paths)": {cfg("configs/gateway.yaml"), cfg("deploy/config-overlays/gateway-tls.yaml")},
+	} {
+		t.Run(name, func(t *testing.T) {
+			validateConfigs(t, env, files...)
+		})
+	}
+}
+
+// TestDockerfileBuildsLikeMake: the image's build stage compiles with the Makefile's flags.
+func TestDockerfileBuildsLikeMake(t *testing.T) {
+	mk := string(readRepoFile(t, "Makefile"))
+	df := string(readRepoFile(t, "distribution/Dockerfile"))
+	cflags := regexp.MustCompile(`(?m)^export CGO_CFLAGS := (.+)$`).FindStringSubmatch(mk)
+	build := regexp.MustCompile(`(?m)^\tcd distribution && (go build .+)$`).FindStringSubmatch(mk)
+	if cflags == nil || build == nil {
+		t.Fatal("cannot find CGO_CFLAGS or the build command in the Makefile")
+	}
+	for _, want := range []string{
+		`CGO_CFLAGS="` + cflags[1] + `"`,
+		"CGO_ENABLED=1",
+		"GOFLAGS=-buildvcs=false",
+		"cd distribution && " + build[1],
+		"FROM golang:${GO_VERSION}-bookworm AS build",
+		"FROM gcr.io/distroless/base-debian12:nonroot",
+		"USER 10001:10001",
+		`ENTRYPOINT ["/otelcol-gpu"]`,
+	} {
+		if !strings.Contains(df, want) {
+			t.Errorf("distribution/Dockerfile lacks %q", want)
+		}
+	}
+	var code []string
+	for _, line := range strings.Split(df, "\n") {
+		if !strings.HasPrefix(strings.TrimSpace(line), "#") {
+			code = append(code, line)
+		}
+	}
+	if c := strings.Join(code, "\n"); strings.Contains(c, "-static") || strings.Contains(c, "-z now") || strings.Contains(c, "CGO_ENABLED=0") {
+		t.Error("the image must be built with cgo, dynamically, without -z now (DESIGN §3)")
+	}
+	goMod := regexp.MustCompile(`(?m)^go (\d+\.\d+)`).FindStringSubmatch(string(readRepoFile(t, "go.mod")))
+	if goMod == nil || !strings.Contains(df, "ARG GO_VERSION="+goMod[1]) {
+		t.Errorf("the Dockerfile's GO_VERSION does not match go.mod's go %v", goMod)
+	}
+	if strings.Contains(df, "COPY configs") {
+		t.Error("no config is baked into the image")
+	}
+}
+
+// TestSystemdUnit: the unit's hardening, and an env file that covers every variable
+// agent.yaml reads.
+func TestSystemdUnit(t *testing.T) {
+	unit := map[string][]string{}
+	for _, line := range strings.Split(string(readRepoFile(t, "deploy/systemd/otelcol-gpu.service")), "\n") {
+		if k, v, ok := strings.Cut(line, "="); ok && !strings.HasPrefix(line, "#") {
+			unit[k] = append(unit[k], v)
+		}
+	}
+	for k, want := range map[string]string{
+		"DynamicUser":           "no",
+		"User":                  "otelcol-gpu",
+		"SupplementaryGroups":   "video",
+		"ProtectSystem":         "strict",
+		"ProtectHome":           "yes",
+		"PrivateTmp":            "yes",
+		"NoNewPrivileges":       "yes",
+		"StateDirectory":        "otelcol-gpu",
+		"EnvironmentFile":       "/etc/otelcol-gpu/otelcol-gpu.env",
+		"CapabilityBoundingSet": "",
+		"AmbientCapabilities":   "",
+		"DevicePolicy":          "closed",
+		"ReadOnlyPaths":         "/etc/otelcol-gpu",
+	} {
+		if got := unit[k]; len(got) != 1 || got[0] != want {
+			t.Errorf("%s = %q, want %q", k, got, want)
+		}
+	}
+	if got := unit["DeviceAllow"]; !reflect.DeepEqual(got, []string{"char-nvidia rw", "char-nvidiactl rw", "char-nvidia-frontend rw", "char-nvidia-caps r"}) {
+		t.Errorf("DeviceAllow = %q", got)
+	}
+	if _, ok := unit["PrivateDevices"]; ok {
+		t.Error("PrivateDevices hides /dev/nvidia*")
+	}
+	exec := unit["ExecStart"]
+	if len(exec) != 1 || !strings.Contains(exec[0], "--config=/etc/otelcol-gpu/agent.yaml --config=/etc/otelcol-gpu/bare-host.yaml") {
+		t.Errorf("ExecStart = %q", exec)
+	}
+
+	envFile := map[string]string{}
+	for _, line := range strings.Split(string(readRepoFile(t, "deploy/systemd/otelcol-gpu.env.example")), "\n") {
+		if k, v, ok := strings.Cut(line, "="); ok && !strings.HasPrefix(line, "#") {
+			envFile[k] = v
+		}
+	}
+	for _, m := range regexp.MustCompile(`\$\{env:([A-Z0-9_]+)`).FindAllStringSubmatch(string(readRepoFile(t, "configs/agent.yaml")), -1) {
+		if _, ok := envFile[m[1]]; !ok {
+			t.Errorf("otelcol-gpu.env.example does not set %s, which configs/agent.yaml reads", m[1])
+		}
+	}
+	if wal := envFile["OTELCOL_GPU_WAL_DIR"]; !strings.HasPrefix(wal, "/var/lib/otelcol-gpu/") {
+		t.Errorf("OTELCOL_GPU_WAL_DIR = %q is outside StateDirectory", wal)
+	}
+	delete(envFile, "OTELCOL_GPU_EXTRA_ARGS")
+	validateConfigs(t, envFile, filepath.Join(repoRoot(t), "configs", "agent.yaml"), filepath.Join(repoRoot(t), "deploy", "config-overlays", "bare-host.yaml"))
+}

@@ -1,0 +1,280 @@
+package deploytest
+
+import (
+	"path/filepath"
+	"reflect"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/engine"
+	"helm.sh/helm/v3/pkg/lint"
+	"helm.sh/helm/v3/pkg/lint/support"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
+)
+
+const (
+	releaseName      = "otelcol-gpu"
+	releaseNamespace = "otelcol-gpu"
+)
+
+func chartDir(t testing.TB) string {
+	return filepath.Join(repoRoot(t), "deploy", "helm", "otelcol-gpu")
+}
+
+// valuesFiles are the values the chart is rendered, linted and validated with: the
+// defaults and every file under ci/.
+func valuesFiles(t *testing.T) []string {
+	files, err := filepath.Glob(filepath.Join(chartDir(t), "ci", "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append([]string{""}, files...) // "" = the defaults
+}
+
+func readValues(t *testing.T, file string) map[string]any {
+	t.Helper()
+	if file == "" {
+		return map[string]any{}
+	}
+	v, err := chartutil.ReadValuesFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v.AsMap()
+}
+
+// helmTemplate renders the chart like `helm template otelcol-gpu -n otelcol-gpu -f file`,
+// in strict mode (a reference to a value that does not exist is an error).
+func helmTemplate(t *testing.T, file string) *objects {
+	t.Helper()
+	chrt, err := loader.Load(chartDir(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := chartutil.ReleaseOptions{Name: releaseName, Namespace: releaseNamespace, Revision: 1, IsInstall: true}
+	vals, err := chartutil.ToRenderValues(chrt, readValues(t, file), opts, chartutil.DefaultCapabilities.Copy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := engine.Engine{Strict: true}.Render(chrt, vals)
+	if err != nil {
+		t.Fatalf("rendering the chart with %q: %v", file, err)
+	}
+	var names []string
+	for name := range out {
+		if strings.HasSuffix(name, ".yaml") {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	var streams [][]byte
+	for _, name := range names {
+		streams = append(streams, []byte(out[name]))
+	}
+	return decodeManifests(t, streams...)
+}
+
+func TestHelmLint(t *testing.T) {
+	for _, file := range valuesFiles(t) {
+		name := filepath.Base(file)
+		if file == "" {
+			name = "defaults"
+		}
+		t.Run(name, func(t *testing.T) {
+			linter := lint.AllWithKubeVersion(chartDir(t), readValues(t, file), releaseNamespace, nil)
+			for _, m := range linter.Messages {
+				if m.Severity >= support.WarningSev {
+					t.Errorf("helm lint: %s", m)
+				} else {
+					t.Logf("helm lint: %s", m)
+				}
+			}
+		})
+	}
+}
+
+// TestHelmDefaults: with default values the chart is deploy/kubernetes/base — the same
+// config byte for byte, the same pod.
+func TestHelmDefaults(t *testing.T) {
+	o := helmTemplate(t, "")
+	ds := o.daemonSet(t, "otelcol-gpu-agent")
+	spec := ds.Spec.Template.Spec
+	checkAgentPod(t, spec, defaultAgent)
+	checkRBAC(t, o, "otelcol-gpu-agent", "otelcol-gpu-agent", releaseNamespace)
+
+	c := spec.Containers[0]
+	if want := []string{"--config=/etc/otelcol-gpu/config/agent.yaml"}; !slices.Equal(c.Args, want) {
+		t.Errorf("args = %q, want %q: default values must run configs/agent.yaml alone", c.Args, want)
+	}
+	cm, ok := o.configMaps["otelcol-gpu-agent"]
+	if !ok {
+		t.Fatalf("no agent ConfigMap in %v", o.names())
+	}
+	if got, want := cm.Data["agent.yaml"], string(readRepoFile(t, "configs/agent.yaml")); got != want {
+		t.Error("the chart's agent.yaml differs from configs/agent.yaml: run deploy/sync-configs.sh")
+	}
+	if len(cm.Data) != 1 {
+		t.Errorf("agent ConfigMap keys = %v, want only agent.yaml", keys(cm.Data))
+	}
+	if len(o.deployments) != 0 || len(o.secrets) != 0 {
+		t.Errorf("default values render a gateway or a Secret: %v", o.names())
+	}
+	validatePod(t, o, spec)
+
+	// The same pod as the kustomize base, field by field where it matters.
+	base := kustomizeBuild(t, "base", "").daemonSet(t, "otelcol-gpu-agent").Spec.Template.Spec
+	bc := base.Containers[0]
+	same := func(what string, a, b any) {
+		t.Helper()
+		if !reflect.DeepEqual(a, b) {
+			t.Errorf("chart and kustomize base differ in %s:\n chart: %+v\n base:  %+v", what, a, b)
+		}
+	}
+	same("env", envMap(c), envMap(bc))
+	same("pod securityContext", spec.SecurityContext, base.SecurityContext)
+	same("container securityContext", c.SecurityContext, bc.SecurityContext)
+	same("affinity", spec.Affinity, base.Affinity)
+	same("tolerations", spec.Tolerations, base.Tolerations)
+	same("resources", c.Resources, bc.Resources)
+	same("probes", []*corev1.Probe{c.LivenessProbe, c.ReadinessProbe}, []*corev1.Probe{bc.LivenessProbe, bc.ReadinessProbe})
+	same("ports", c.Ports, bc.Ports)
+	same("volume mounts", c.VolumeMounts, bc.VolumeMounts)
+	same("update strategy", ds.Spec.UpdateStrategy, kustomizeBuild(t, "base", "").daemonSet(t, "otelcol-gpu-agent").Spec.UpdateStrategy)
+	hostPaths := func(vs []corev1.Volume) map[string]corev1.HostPathVolumeSource {
+		m := map[string]corev1.HostPathVolumeSource{}
+		for _, v := range vs {
+			if v.HostPath != nil {
+				m[v.Name] = *v.HostPath
+			}
+		}
+		return m
+	}
+	same("hostPath volumes", hostPaths(spec.Volumes), hostPaths(base.Volumes))
+}
+
+func TestHelmFullValues(t *testing.T) {
+	o := helmTemplate(t, filepath.Join(chartDir(t), "ci", "full-values.yaml"))
+	spec := o.daemonSet(t, "otelcol-gpu-agent").Spec.Template.Spec
+	checkAgentPod(t, spec, agentExpect{kubelet: true, processes: false, procRoot: "/host/proc"})
+	checkRBAC(t, o, "otelcol-gpu-agent", "otelcol-gpu-agent", releaseNamespace)
+	if spec.RuntimeClassName == nil || *spec.RuntimeClassName != "nvidia" {
+		t.Error("runtimeClassName nvidia not rendered")
+	}
+	c := spec.Containers[0]
+	want := []string{
+		"--config=/etc/otelcol-gpu/config/agent.yaml",
+		"--config=/etc/otelcol-gpu/config/overrides.yaml",
+		"--config=/etc/otelcol-gpu/config/remote-write-auth-bearer.yaml",
+	}
+	if !slices.Equal(c.Args, want) {
+		t.Errorf("args = %q, want %q", c.Args, want)
+	}
+	cm := o.configMaps["otelcol-gpu-agent"]
+	if cm.Data["agent.yaml"] != string(readRepoFile(t, "configs/agent.yaml")) {
+		t.Error("agent.yaml must stay configs/agent.yaml; overrides belong in overrides.yaml")
+	}
+	if cm.Data["remote-write-auth-bearer.yaml"] != string(readRepoFile(t, "deploy/config-overlays/remote-write-auth-bearer.yaml")) {
+		t.Error("the chart's bearer overlay differs from deploy/config-overlays: run deploy/sync-configs.sh")
+	}
+	var over map[string]any
+	if err := yaml.Unmarshal([]byte(cm.Data["overrides.yaml"]), &over); err != nil {
+		t.Fatal(err)
+	}
+	wantOver := map[string]any{
+		"processors": map[string]any{"gpu_enrich": map[string]any{"processes": map[string]any{"enabled": false}}},
+		"exporters": map[string]any{
+			"prometheus_remote_write": map[string]any{"http": map[string]any{"tls": map[string]any{
+				"ca_file":              "/etc/otelcol-gpu/remote-write-ca/ca.crt",
+				"insecure_skip_verify": false,
+				"server_name_override": "mimir.internal",
+			}}},
+			"otlp_http/extra": map[string]any{"endpoint": "https://otlp.example.com:4318", "compression": "gzip"},
+		},
+		"service": map[string]any{"pipelines": map[string]any{"metrics": map[string]any{
+			"exporters": []any{"prometheus_remote_write", "otlp_http/extra"},
+		}}},
+	}
+	if !reflect.DeepEqual(over, wantOver) {
+		t.Errorf("overrides.yaml =\n%s\nwant %+v", cm.Data["overrides.yaml"], wantOver)
+	}
+	env := envMap(c)
+	if env["OTELCOL_GPU_INTERVAL"].Value != "5s" || env["PROMETHEUS_REMOTE_WRITE_URL"].Value != "https://mimir.example.com/api/v1/push" {
+		t.Errorf("interval/url not mapped to the environment: %+v", env)
+	}
+	if env["REMOTE_WRITE_BEARER_TOKEN_FILE"].Value != "/etc/otelcol-gpu/auth/token" {
+		t.Error("bearer token file not set")
+	}
+	if _, ok := o.secrets["mimir-token"]; ok || len(o.secrets) != 0 {
+		t.Error("an existing Secret must not be rendered")
+	}
+	validatePod(t, o, spec)
+}
+
+func TestHelmGatewayMode(t *testing.T) {
+	o := helmTemplate(t, filepath.Join(chartDir(t), "ci", "gateway-values.yaml"))
+
+	agent := o.daemonSet(t, "otelcol-gpu-agent").Spec.Template.Spec
+	checkAgentPod(t, agent, defaultAgent)
+	ac := agent.Containers[0]
+	if want := []string{"--config=/etc/otelcol-gpu/config/agent-to-gateway.yaml"}; !slices.Equal(ac.Args, want) {
+		t.Errorf("agent args = %q, want %q", ac.Args, want)
+	}
+	env := envMap(ac)
+	if env["OTELCOL_GPU_GATEWAY_ENDPOINT"].Value != "otelcol-gpu-gateway.otelcol-gpu.svc:4317" ||
+		env["OTELCOL_GPU_GATEWAY_INSECURE"].Value != "false" ||
+		env["OTELCOL_GPU_GATEWAY_CA_FILE"].Value != "/etc/otelcol-gpu/gateway-ca/ca.crt" {
+		t.Errorf("agent → gateway environment: %+v", env)
+	}
+	if _, ok := env["REMOTE_WRITE_BASIC_AUTH"]; ok {
+		t.Error("remote-write credentials on the agents in gateway mode")
+	}
+	if cm := o.configMaps["otelcol-gpu-agent"]; cm.Data["agent-to-gateway.yaml"] != string(readRepoFile(t, "configs/agent-to-gateway.yaml")) {
+		t.Error("the chart's agent-to-gateway.yaml differs from configs/: run deploy/sync-configs.sh")
+	}
+	validatePod(t, o, agent)
+
+	gw := o.deployment(t, "otelcol-gpu-gateway")
+	gspec := gw.Spec.Template.Spec
+	checkGatewayPod(t, gspec)
+	want := []string{
+		"--config=/etc/otelcol-gpu/config/gateway.yaml",
+		"--config=/etc/otelcol-gpu/config/gateway-tls.yaml",
+		"--config=/etc/otelcol-gpu/config/overrides.yaml",
+		"--config=/etc/otelcol-gpu/config/remote-write-auth-basic.yaml",
+	}
+	if !slices.Equal(gspec.Containers[0].Args, want) {
+		t.Errorf("gateway args = %q, want %q", gspec.Containers[0].Args, want)
+	}
+	if cm := o.configMaps["otelcol-gpu-gateway"]; cm.Data["gateway.yaml"] != string(readRepoFile(t, "configs/gateway.yaml")) {
+		t.Error("the chart's gateway.yaml differs from configs/: run deploy/sync-configs.sh")
+	}
+	sec, ok := o.secrets["otelcol-gpu-remote-write"]
+	if !ok || sec.StringData["basic-auth"] != "Z3B1LWZsZWV0Om5vdC1hLXJlYWwtcGFzc3dvcmQ=" {
+		t.Errorf("basic-auth Secret = %+v, want base64 of user:password", sec)
+	}
+	if hpa := o.hpas["otelcol-gpu-gateway"]; hpa == nil || hpa.Spec.MaxReplicas != 6 {
+		t.Errorf("gateway HPA = %+v", hpa)
+	}
+	if gw.Spec.Replicas != nil {
+		t.Error("replicas set although the HPA owns them")
+	}
+	if _, ok := o.services["otelcol-gpu-gateway"]; !ok {
+		t.Error("no gateway Service")
+	}
+	if _, ok := o.pdbs["otelcol-gpu-gateway"]; !ok {
+		t.Error("no gateway PodDisruptionBudget")
+	}
+	validatePod(t, o, gspec)
+}
+
+func TestHelmNonRoot(t *testing.T) {
+	o := helmTemplate(t, filepath.Join(chartDir(t), "ci", "non-root-values.yaml"))
+	spec := o.daemonSet(t, "otelcol-gpu-agent").Spec.Template.Spec
+	checkAgentPod(t, spec, agentExpect{nonRoot: true, processes: true, procRoot: "/host/proc"})
+	validatePod(t, o, spec)
+}

@@ -1,0 +1,321 @@
+// Package deploytest checks everything under deploy/: it renders the kustomize trees and
+// the Helm chart, decodes every object strictly into its Kubernetes type, asserts the
+// security and scheduling properties the agent depends on, and runs the collector's own
+// `validate` on every config those manifests would start it with.
+//
+// Run: cd deploy/test && CGO_ENABLED=0 go test ./...
+// The collector must be built first (make build at the repository root).
+package deploytest
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
+)
+
+// repoRoot is the repository root, two levels above deploy/test.
+func repoRoot(t testing.TB) string {
+	t.Helper()
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+func readRepoFile(t testing.TB, rel string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(repoRoot(t), rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// objects holds a rendered set of manifests, decoded into their types.
+type objects struct {
+	all          []object
+	daemonSets   map[string]*appsv1.DaemonSet
+	deployments  map[string]*appsv1.Deployment
+	configMaps   map[string]*corev1.ConfigMap
+	secrets      map[string]*corev1.Secret
+	services     map[string]*corev1.Service
+	accounts     map[string]*corev1.ServiceAccount
+	namespaces   map[string]*corev1.Namespace
+	clusterRoles map[string]*rbacv1.ClusterRole
+	bindings     map[string]*rbacv1.ClusterRoleBinding
+	hpas         map[string]*autoscalingv2.HorizontalPodAutoscaler
+	pdbs         map[string]*policyv1.PodDisruptionBudget
+	// unstructured holds kinds without a Go type here (CRs), by kind.
+	unstructured map[string][]map[string]any
+}
+
+type object struct {
+	kind, name string
+	raw        []byte
+}
+
+// decodeManifests splits a multi-document YAML stream and decodes each document strictly
+// (an unknown or misspelt field is an error) into its Kubernetes type.
+func decodeManifests(t testing.TB, streams ...[]byte) *objects {
+	t.Helper()
+	o := &objects{
+		daemonSets:   map[string]*appsv1.DaemonSet{},
+		deployments:  map[string]*appsv1.Deployment{},
+		configMaps:   map[string]*corev1.ConfigMap{},
+		secrets:      map[string]*corev1.Secret{},
+		services:     map[string]*corev1.Service{},
+		accounts:     map[string]*corev1.ServiceAccount{},
+		namespaces:   map[string]*corev1.Namespace{},
+		clusterRoles: map[string]*rbacv1.ClusterRole{},
+		bindings:     map[string]*rbacv1.ClusterRoleBinding{},
+		hpas:         map[string]*autoscalingv2.HorizontalPodAutoscaler{},
+		pdbs:         map[string]*policyv1.PodDisruptionBudget{},
+		unstructured: map[string][]map[string]any{},
+	}
+	for _, stream := range streams {
+		r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(stream)))
+		for {
+			doc, err := r.Read()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				t.Fatalf("splitting manifests: %v", err)
+			}
+			var head struct {
+				APIVersion string `json:"apiVersion"`
+				Kind       string `json:"kind"`
+				Metadata   struct {
+					Name string `json:"name"`
+				} `json:"metadata"`
+			}
+			if err := yaml.Unmarshal(doc, &head); err != nil {
+				t.Fatalf("decoding %q: %v", doc, err)
+			}
+			if head.Kind == "" {
+				continue // an empty document (comments only)
+			}
+			o.all = append(o.all, object{kind: head.Kind, name: head.Metadata.Name, raw: doc})
+			strict := func(into any) {
+				t.Helper()
+				if err := yaml.UnmarshalStrict(doc, into); err != nil {
+					t.Fatalf("%s %s does not decode strictly into %T: %v", head.Kind, head.Metadata.Name, into, err)
+				}
+			}
+			switch head.Kind {
+			case "DaemonSet":
+				v := &appsv1.DaemonSet{}
+				strict(v)
+				o.daemonSets[v.Name] = v
+			case "Deployment":
+				v := &appsv1.Deployment{}
+				strict(v)
+				o.deployments[v.Name] = v
+			case "ConfigMap":
+				v := &corev1.ConfigMap{}
+				strict(v)
+				o.configMaps[v.Name] = v
+			case "Secret":
+				v := &corev1.Secret{}
+				strict(v)
+				o.secrets[v.Name] = v
+			case "Service":
+				v := &corev1.Service{}
+				strict(v)
+				o.services[v.Name] = v
+			case "ServiceAccount":
+				v := &corev1.ServiceAccount{}
+				strict(v)
+				o.accounts[v.Name] = v
+			case "Namespace":
+				v := &corev1.Namespace{}
+				strict(v)
+				o.namespaces[v.Name] = v
+			case "ClusterRole":
+				v := &rbacv1.ClusterRole{}
+				strict(v)
+				o.clusterRoles[v.Name] = v
+			case "ClusterRoleBinding":
+				v := &rbacv1.ClusterRoleBinding{}
+				strict(v)
+				o.bindings[v.Name] = v
+			case "HorizontalPodAutoscaler":
+				v := &autoscalingv2.HorizontalPodAutoscaler{}
+				strict(v)
+				o.hpas[v.Name] = v
+			case "PodDisruptionBudget":
+				v := &policyv1.PodDisruptionBudget{}
+				strict(v)
+				o.pdbs[v.Name] = v
+			default:
+				var m map[string]any
+				if err := yaml.Unmarshal(doc, &m); err != nil {
+					t.Fatal(err)
+				}
+				o.unstructured[head.Kind] = append(o.unstructured[head.Kind], m)
+			}
+		}
+	}
+	return o
+}
+
+func (o *objects) daemonSet(t testing.TB, name string) *appsv1.DaemonSet {
+	t.Helper()
+	ds, ok := o.daemonSets[name]
+	if !ok {
+		t.Fatalf("no DaemonSet %q in %v", name, o.names())
+	}
+	return ds
+}
+
+func (o *objects) deployment(t testing.TB, name string) *appsv1.Deployment {
+	t.Helper()
+	d, ok := o.deployments[name]
+	if !ok {
+		t.Fatalf("no Deployment %q in %v", name, o.names())
+	}
+	return d
+}
+
+func (o *objects) names() []string {
+	var n []string
+	for _, obj := range o.all {
+		n = append(n, obj.kind+"/"+obj.name)
+	}
+	sort.Strings(n)
+	return n
+}
+
+// --- the collector binary ---
+
+var (
+	componentsOnce sync.Once
+	componentsOut  []byte
+	componentsErr  error
+)
+
+// collectorBinary is the ocb-built collector; the tests cannot run without it.
+func collectorBinary(t testing.TB) string {
+	t.Helper()
+	bin := filepath.Join(repoRoot(t), "distribution", "otelcol-gpu")
+	if _, err := os.Stat(bin); err != nil {
+		t.Fatalf("the collector is not built (%v): run `make build` at the repository root, "+
+			"then rerun these tests; they run `otelcol-gpu validate` on every rendered config", err)
+	}
+	return bin
+}
+
+// validateConfigs runs `otelcol-gpu validate` on the given config files, in order, with
+// exactly env as the environment.
+func validateConfigs(t testing.TB, env map[string]string, files ...string) {
+	t.Helper()
+	args := []string{"validate"}
+	for _, f := range files {
+		args = append(args, "--config="+f)
+	}
+	cmd := exec.Command(collectorBinary(t), args...)
+	cmd.Env = []string{"HOME=" + t.TempDir()}
+	for k, v := range env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("otelcol-gpu %s: %v\n%s\nenvironment: %v", strings.Join(args, " "), err, out, cmd.Env)
+	}
+}
+
+// validatePod writes the config files a pod's first container would read (its --config
+// arguments, resolved through the ConfigMap volumes it mounts) into a temporary directory
+// and validates them with the container's environment. Values from the downward API and
+// from Secrets are replaced by placeholders.
+func validatePod(t testing.TB, o *objects, spec corev1.PodSpec, configMapNames ...map[string]string) {
+	t.Helper()
+	c := spec.Containers[0]
+	// Volume name → ConfigMap.
+	cmByVolume := map[string]*corev1.ConfigMap{}
+	for _, v := range spec.Volumes {
+		if v.ConfigMap == nil {
+			continue
+		}
+		// ConfigMaps the user provides (a CA bundle) are not rendered; only the ones
+		// holding a --config file must be.
+		if cm, ok := o.configMaps[v.ConfigMap.Name]; ok {
+			cmByVolume[v.Name] = cm
+		}
+	}
+	dir := t.TempDir()
+	var files []string
+	for _, a := range c.Args {
+		path, ok := strings.CutPrefix(a, "--config=")
+		if !ok {
+			t.Fatalf("unexpected argument %q", a)
+		}
+		found := false
+		for _, m := range c.VolumeMounts {
+			cm, isCM := cmByVolume[m.Name]
+			rel, under := strings.CutPrefix(path, strings.TrimSuffix(m.MountPath, "/")+"/")
+			if !isCM || !under {
+				continue
+			}
+			data, ok := cm.Data[rel]
+			if !ok {
+				t.Fatalf("--config=%s: ConfigMap %s has no key %s (keys %v)", path, cm.Name, rel, keys(cm.Data))
+			}
+			f := filepath.Join(dir, fmt.Sprintf("%02d-%s", len(files), rel))
+			if err := os.WriteFile(f, []byte(data), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			files = append(files, f)
+			found = true
+		}
+		if !found {
+			t.Fatalf("--config=%s is not in a mounted ConfigMap", path)
+		}
+	}
+	env := map[string]string{}
+	for _, e := range c.Env {
+		switch {
+		case e.ValueFrom == nil:
+			env[e.Name] = e.Value
+		case e.ValueFrom.FieldRef != nil:
+			env[e.Name] = "gpu-node-1"
+		default:
+			env[e.Name] = "placeholder-secret"
+		}
+	}
+	validateConfigs(t, env, files...)
+}
+
+func keys[V any](m map[string]V) []string {
+	var k []string
+	for n := range m {
+		k = append(k, n)
+	}
+	sort.Strings(k)
+	return k
+}
+
+func envMap(c corev1.Container) map[string]corev1.EnvVar {
+	m := map[string]corev1.EnvVar{}
+	for _, e := range c.Env {
+		m[e.Name] = e
+	}
+	return m
+}
