@@ -1,0 +1,39 @@
+package gpuenrichprocessor
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/collector/receiver/receivertest"
+	"go.uber.org/zap"
+
+	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpureceiver"
+)
+
+// BenchmarkProcessBatch measures gpu_enrich over one batch: a DGX H100's scrape (8 GPUs,
+// their processes) attributed through a kubelet snapshot, with every derived signal on.
+func BenchmarkProcessBatch(b *testing.B) {
+	for _, scenario := range []string{"steady-training", "shared-gpu"} {
+		b.Run(scenario, func(b *testing.B) {
+			clock := newFakeClock()
+			src, err := gpureceiver.NewSimulatedSource(nil, receivertest.NewNopSettings(receivertest.NopType), "dgxh100", scenario, 1, clock.Now)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer func() { _ = src.Shutdown() }()
+			p := newProcessor(testConfig(), zap.NewNop(), clock.Now, sharedSources(src.UUIDs(), clock))
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				b.StopTimer()
+				clock.Advance(10 * time.Second)
+				md, _ := src.Scrape()
+				b.StartTimer()
+				if _, err := p.processMetrics(context.Background(), md); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

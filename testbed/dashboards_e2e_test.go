@@ -1,0 +1,120 @@
+//go:build e2e
+
+package testbed
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/otelcol-gpu/otelcol-gpu/dashboards"
+	"github.com/otelcol-gpu/otelcol-gpu/dashboards/promql"
+	"github.com/otelcol-gpu/otelcol-gpu/testbed/internal/prom"
+)
+
+// fakeCAdvisor serves the one cAdvisor series the workloads dashboard puts next to GPU
+// utilization (a data-loader starving the GPU shows as CPU-bound containers).
+func fakeCAdvisor(t *testing.T) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintln(w, "# TYPE container_cpu_usage_seconds_total counter")
+		for i := 1; i < 8; i++ {
+			fmt.Fprintf(w, "container_cpu_usage_seconds_total{namespace=\"ml\",pod=\"train-%d\",container=\"pytorch\"} %d\n", i, time.Now().Unix()%100000*int64(i))
+		}
+		fmt.Fprintln(w, `container_cpu_usage_seconds_total{namespace="serving",pod="infer-a",container="server"} 1234`)
+	}))
+	t.Cleanup(srv.Close)
+	return strings.TrimPrefix(srv.URL, "http://")
+}
+
+// Dashboards need situations a simulated machine does not have; each is named here with
+// why, and nothing else may come back empty.
+var emptyBecause = map[string]string{
+	"nvidia_gpu_fan_speed_ratio":              "the simulated boards are fanless SXM modules",
+	"nvidia_gpu_memory_retired_pages_total":   "Ampere and newer remap rows instead of retiring pages",
+	"nvidia_gpu_memory_retired_pages_pending": "Ampere and newer remap rows instead of retiring pages",
+	"nvidia_nvml_init_errors_total":           "NVML initialises at once on every simulated node",
+}
+
+var grafanaVars = regexp.MustCompile(`\$\{?(__rate_interval|__interval|__range|[a-z_]+)\}?`)
+
+func substitute(q string) string {
+	return grafanaVars.ReplaceAllStringFunc(q, func(m string) string {
+		switch strings.Trim(m, "${}") {
+		case "__rate_interval":
+			return "1m"
+		case "__interval":
+			return "15s"
+		case "__range":
+			return "5m"
+		}
+		return ".*"
+	})
+}
+
+// TestEveryDashboardQueryReturnsData feeds a real Prometheus from agents running the
+// scenarios the dashboards are about, then runs every panel and variable query of every
+// dashboard (variables set to All) and expects data back.
+func TestEveryDashboardQueryReturnsData(t *testing.T) {
+	am := prom.StartAlertmanager(t)
+	cfg := fmt.Sprintf(`global:
+  scrape_interval: 1s
+  evaluation_interval: 1s
+rule_files: [%s]
+alerting:
+  alertmanagers:
+    - static_configs:
+        - targets: ["%s"]
+scrape_configs:
+  - job_name: cadvisor
+    static_configs:
+      - targets: ["%s"]
+`, strings.Join(fastRules(t), ", "), am.Addr, fakeCAdvisor(t))
+	p := prom.Start(t, cfg)
+	windows := []string{"processors::gpu_enrich::idle::window=5s", "processors::gpu_enrich::leak::window=15s"}
+
+	shared := fakeNode(t, simulatedUUIDs(t, "dgxh200"))
+	shared.sets = windows
+	startAgentOn(t, p, "dash-shared", "dgxh200", "shared-gpu", shared)
+	idle := allocatedNode(t, "dgxa100")
+	idle.sets = windows
+	startAgentOn(t, p, "dash-idle", "dgxa100", "idle", idle)
+	leak := allocatedNode(t, "dgxb200")
+	leak.sets = windows
+	startAgentOn(t, p, "dash-leak", "dgxb200", "memory-leak", leak)
+	startAgentOn(t, p, "dash-mig", "dgxh100", "mig", agentNode{sets: windows})
+	startAgentOn(t, p, "dash-xid", "dgxh100", "xid-storm", agentNode{sets: windows})
+	startAgentOn(t, p, "dash-hot", "dgxh100", "thermal-throttle", agentNode{sets: windows})
+
+	time.Sleep(30 * time.Second) // windows fill, rates have two points, alerts fire
+	for _, d := range dashboards.All() {
+		t.Run(d.File, func(t *testing.T) {
+			for _, q := range d.Queries() {
+				expr := substitute(q)
+				prom.Eventually(t, 60*time.Second, expr, func() error {
+					s, err := p.Query(expr)
+					if err != nil {
+						return err
+					}
+					if len(s) > 0 {
+						return nil
+					}
+					names, _ := promql.MetricNames(q)
+					sort.Strings(names)
+					for _, n := range names {
+						if why, ok := emptyBecause[n]; ok {
+							t.Logf("empty, as expected (%s): %s", why, expr)
+							return nil
+						}
+					}
+					return fmt.Errorf("no data")
+				})
+			}
+		})
+	}
+}
