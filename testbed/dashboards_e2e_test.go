@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
@@ -14,6 +16,10 @@ import (
 
 	"github.com/otelcol-gpu/otelcol-gpu/dashboards"
 	"github.com/otelcol-gpu/otelcol-gpu/dashboards/promql"
+	"go.opentelemetry.io/collector/receiver/receivertest"
+
+	"github.com/otelcol-gpu/otelcol-gpu/internal/fakekubelet"
+	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpureceiver"
 	"github.com/otelcol-gpu/otelcol-gpu/testbed/internal/prom"
 )
 
@@ -41,8 +47,9 @@ var emptyBecause = map[string]string{
 	"nvidia_nvml_init_errors_total":           "NVML initialises at once on every simulated node",
 }
 
-var grafanaVars = regexp.MustCompile(`\$\{?(__rate_interval|__interval|__range|[a-z_]+)\}?`)
+var grafanaVars = regexp.MustCompile(`\$\{?(__rate_interval|__interval_ms|__interval|__range_ms|__range_s|__range|[a-z_]+)\}?`)
 
+// substitute sets Grafana's variables as a dashboard opened on "All" over 5 minutes would.
 func substitute(q string) string {
 	return grafanaVars.ReplaceAllStringFunc(q, func(m string) string {
 		switch strings.Trim(m, "${}") {
@@ -50,11 +57,44 @@ func substitute(q string) string {
 			return "1m"
 		case "__interval":
 			return "15s"
+		case "__interval_ms":
+			return "15000"
 		case "__range":
 			return "5m"
+		case "__range_s":
+			return "300"
+		case "__range_ms":
+			return "300000"
 		}
 		return ".*"
 	})
+}
+
+// migNode: a kubelet that offers GPU 1's seven 1g MIG slices and has handed two to a
+// notebook.
+func migNode(t *testing.T) agentNode {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "e2emig")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	src, err := gpureceiver.NewSimulatedSource(nil, receivertest.NewNopSettings(receivertest.NopType), "dgxh100", "mig", 1, time.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices := src.MIGUUIDs()[1]
+	_ = src.Shutdown()
+	pods := []fakekubelet.Pod{{Namespace: "notebooks", Name: "jupyter-alice", Containers: []fakekubelet.Container{
+		{Name: "notebook", Devices: []fakekubelet.Devices{{ResourceName: "nvidia.com/mig-1g.10gb", DeviceIDs: slices[:2]}}},
+	}}}
+	socket := filepath.Join(dir, "kubelet.sock")
+	srv, err := fakekubelet.Start(socket, pods, []fakekubelet.Devices{{ResourceName: "nvidia.com/mig-1g.10gb", DeviceIDs: slices}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Stop)
+	return agentNode{kubeletSocket: socket}
 }
 
 // TestEveryDashboardQueryReturnsData feeds a real Prometheus from agents running the
@@ -87,7 +127,10 @@ scrape_configs:
 	leak := allocatedNode(t, "dgxb200")
 	leak.sets = windows
 	startAgentOn(t, p, "dash-leak", "dgxb200", "memory-leak", leak)
-	startAgentOn(t, p, "dash-mig", "dgxh100", "mig", agentNode{sets: windows})
+	mig := migNode(t)
+	mig.sets = windows
+	startAgentOn(t, p, "dash-mig", "dgxh100", "mig", mig)
+	startAgentOn(t, p, "dash-ecc", "dgxh100", "ecc-degrading", agentNode{sets: windows})
 	startAgentOn(t, p, "dash-xid", "dgxh100", "xid-storm", agentNode{sets: windows})
 	startAgentOn(t, p, "dash-hot", "dgxh100", "thermal-throttle", agentNode{sets: windows})
 

@@ -55,6 +55,15 @@ func (s *SimulatedSource) UUIDs() []string {
 	return out
 }
 
+// MIGUUIDs are the UUIDs of the simulated MIG instances (scenario "mig"), by GPU index.
+func (s *SimulatedSource) MIGUUIDs() map[int][]string {
+	out := map[int][]string{}
+	for i, d := range s.sim.MIGDevices() {
+		out[i] = d
+	}
+	return out
+}
+
 // Shutdown stops the scraper.
 func (s *SimulatedSource) Shutdown() error {
 	return s.scraper.shutdown(context.Background())

@@ -68,7 +68,11 @@ func (d *Device) fieldValue(v *nvml.FieldValue, t float64, r reading) {
 		if !d.validLink(v) {
 			return
 		}
-		ull(uint64(t / 3600 * float64(v.ScopeId%3)))
+		n := uint64(t / 3600 * float64(v.ScopeId%3))
+		if v.ScopeId == 3 && v.FieldId == nvml.FI_DEV_NVLINK_ERROR_DL_CRC {
+			n += uint64(t * r.nvlinkErrorsPerSecond)
+		}
+		ull(n)
 	case nvml.FI_DEV_NVLINK_GET_STATE:
 		if !d.validLink(v) {
 			return

@@ -197,3 +197,14 @@ func (m *MigDevice) GetComputeRunningProcesses() ([]nvml.ProcessInfo, nvml.Retur
 	}
 	return []nvml.ProcessInfo{{Pid: m.pid, UsedGpuMemory: m.used(), GpuInstanceId: m.giID}}, nvml.SUCCESS
 }
+
+// MIGDevices returns the MIG UUIDs of each GPU that has MIG instances, by GPU index.
+func (s *Simulator) MIGDevices() map[int][]string {
+	out := map[int][]string{}
+	for _, d := range s.devices {
+		for _, m := range d.migs {
+			out[d.index] = append(out[d.index], m.uuid)
+		}
+	}
+	return out
+}

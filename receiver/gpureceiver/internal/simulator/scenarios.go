@@ -41,6 +41,9 @@ type reading struct {
 
 	lost bool
 
+	// nvlinkErrorsPerSecond are CRC errors on NVLink link 3 (a flaky link).
+	nvlinkErrorsPerSecond float64
+
 	// processes on the GPU (not under MIG); their memory and SM shares add up to the
 	// device's.
 	processes []process
@@ -243,9 +246,16 @@ func gpuLost(m *machine, gpu int, t float64) reading {
 
 // eccDegrading: training; GPU 6's memory wears out: corrected errors grow faster and
 // faster, and 30 s in an uncorrectable error forces a row remap that waits for a reset
-// (XID 63), which makes the GPU degraded.
+// (XID 63), which makes the GPU degraded. GPU 4's riser is going bad: its PCIe link
+// retransmits about once a second. GPU 5's NVLink link 3 is flaky: CRC errors twice a second.
 func eccDegrading(m *machine, gpu int, t float64) reading {
 	r := steadyTraining(m, gpu, t)
+	switch gpu {
+	case 4:
+		r.pcieReplaysPerHour = 3600
+	case 5:
+		r.nvlinkErrorsPerSecond = 2
+	}
 	if gpu == 6 {
 		r.eccCorrected = uint64(t * t / 20)
 		if t >= 30 {
