@@ -56,3 +56,41 @@ func TestLostGPUDoesNotStopTheOthers(t *testing.T) {
 	assert.True(t, ok)
 	assert.Equal(t, 1.0, pointValue(t, gpuResources(md)[lostUUID], "hw.status", map[string]string{"hw.state": "ok"}))
 }
+
+// TestLostGPUIsFoundAgainByReinitialisingNVML: a GPU lost for over a minute makes the
+// receiver re-initialise NVML (real drivers do not revalidate handles). While it is still
+// lost it keeps reporting failed; once it answers again, a later re-initialisation finds
+// it and it reports normally. The XID counters survive the re-initialisations.
+func TestLostGPUIsFoundAgainByReinitialisingNVML(t *testing.T) {
+	clock := newFakeClock()
+	sim := newSim(t, "dgxh100", "steady-training", clock)
+	s := startedScraper(t, testConfig(), sim, clock)
+	lostUUID := s.devices[3].uuid
+	sim.InjectXID(3, 79, 1)
+	waitForXIDs(t, s, sim)
+
+	sim.SetLost(3, true)
+	clock.Advance(10 * time.Second)
+	_, err := s.scrape(context.Background())
+	require.Error(t, err)
+	shutdowns := sim.Calls()["Shutdown"]
+
+	clock.Advance(rediscoverAfter + time.Second)
+	md, _ := s.scrape(context.Background())
+	assert.Greater(t, sim.Calls()["Shutdown"], shutdowns, "NVML was re-initialised")
+	lost := gpuResources(md)[lostUUID]
+	assert.Equal(t, 1.0, pointValue(t, lost, "hw.status", map[string]string{"hw.state": "failed"}), "still failed, still reported")
+	assert.Len(t, gpuResources(md), 8)
+
+	sim.SetLost(3, false)
+	clock.Advance(rediscoverAfter + time.Second)
+	_, _ = s.scrape(context.Background()) // re-initialises again and finds it
+	clock.Advance(10 * time.Second)
+	md, err = s.scrape(context.Background())
+	require.NoError(t, err)
+	back := gpuResources(md)[lostUUID]
+	_, ok := findMetric(back, "hw.power")
+	assert.True(t, ok, "it reports normally again")
+	assert.Equal(t, 1.0, pointValue(t, back, "nvidia.gpu.xid.errors", map[string]string{"nvidia.gpu.xid": "79"}), "the XID counter carried over")
+	assert.Len(t, gpuResources(md), 8, "no duplicate of the found GPU")
+}

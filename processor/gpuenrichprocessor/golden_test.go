@@ -1,0 +1,62 @@
+package gpuenrichprocessor
+
+import (
+	"flag"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/golden"
+	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/pdatatest/pmetrictest"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
+
+// derivedOnly keeps what the processor added: its own scope on each resource, and the
+// per-pod resources it created (with the attributes it set). The receiver's metrics have
+// golden files of their own.
+func derivedOnly(md pmetric.Metrics) pmetric.Metrics {
+	out := pmetric.NewMetrics()
+	for i := 0; i < md.ResourceMetrics().Len(); i++ {
+		rm := md.ResourceMetrics().At(i)
+		var keep pmetric.ScopeMetricsSlice
+		for j := 0; j < rm.ScopeMetrics().Len(); j++ {
+			sm := rm.ScopeMetrics().At(j)
+			if sm.Scope().Name() != scopeName {
+				continue
+			}
+			if keep == (pmetric.ScopeMetricsSlice{}) {
+				dst := out.ResourceMetrics().AppendEmpty()
+				rm.Resource().CopyTo(dst.Resource())
+				keep = dst.ScopeMetrics()
+			}
+			sm.CopyTo(keep.AppendEmpty())
+		}
+	}
+	return out
+}
+
+// TestDerivedSignalsGolden runs each scenario through the processor (with the pods of
+// sharedSources) for two minutes of simulated time and compares every derived signal and
+// attribution with the golden files. `go test -run TestDerivedSignalsGolden -update`
+// rewrites them; review the diff.
+func TestDerivedSignalsGolden(t *testing.T) {
+	for _, scenario := range []string{"steady-training", "idle", "memory-leak", "thermal-throttle", "power-capped", "shared-gpu", "mig"} {
+		t.Run(scenario, func(t *testing.T) {
+			h := newHarness(t, "dgxh100", scenario, testConfig(), sharedSources)
+			md := derivedOnly(h.run(12, 10*time.Second))
+			path := filepath.Join("testdata", "golden", scenario+".yaml")
+			if *update {
+				require.NoError(t, golden.WriteMetrics(t, path, md))
+			}
+			want, err := golden.ReadMetrics(path)
+			require.NoError(t, err)
+			require.NoError(t, pmetrictest.CompareMetrics(want, md,
+				pmetrictest.IgnoreResourceMetricsOrder(), pmetrictest.IgnoreMetricsOrder(),
+				pmetrictest.IgnoreMetricDataPointsOrder(), pmetrictest.IgnoreTimestamp(),
+				pmetrictest.IgnoreStartTimestamp()))
+		})
+	}
+}
