@@ -44,7 +44,6 @@ var emptyBecause = map[string]string{
 	"nvidia_gpu_fan_speed_ratio":              "the simulated boards are fanless SXM modules",
 	"nvidia_gpu_memory_retired_pages_total":   "Ampere and newer remap rows instead of retiring pages",
 	"nvidia_gpu_memory_retired_pages_pending": "Ampere and newer remap rows instead of retiring pages",
-	"nvidia_nvml_init_errors_total":           "NVML initialises at once on every simulated node",
 }
 
 var grafanaVars = regexp.MustCompile(`\$\{?(__rate_interval|__interval_ms|__interval|__range_ms|__range_s|__range|[a-z_]+)\}?`)
@@ -131,6 +130,10 @@ scrape_configs:
 	mig.sets = windows
 	startAgentOn(t, p, "dash-mig", "dgxh100", "mig", mig)
 	startAgentOn(t, p, "dash-ecc", "dgxh100", "ecc-degrading", agentNode{sets: windows})
+	startAgentOn(t, p, "dash-late-driver", "dgxh100", "steady-training", agentNode{sets: append([]string{
+		"receivers::gpu::simulated::nvml_missing_for=3s",
+		"receivers::gpu::nvml::init_retry::initial_interval=1s",
+	}, windows...)})
 	startAgentOn(t, p, "dash-xid", "dgxh100", "xid-storm", agentNode{sets: windows})
 	startAgentOn(t, p, "dash-hot", "dgxh100", "thermal-throttle", agentNode{sets: windows})
 
