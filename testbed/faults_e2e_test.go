@@ -4,7 +4,12 @@ package testbed
 
 import (
 	"fmt"
+	"io"
 	"math"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -125,6 +130,73 @@ func TestNVMLAppearingLaterStartsMetricsWithoutRestart(t *testing.T) {
 		a, err := p.Query(`nvidia_nvml_available{host_name="e2e-late-driver"}`)
 		if err != nil || len(a) != 1 || a[0].Value != 1 {
 			return fmt.Errorf("nvidia_nvml_available %v %v", a, err)
+		}
+		return nil
+	})
+}
+
+// flakyBackend stands in front of Prometheus's remote-write endpoint and, while broken,
+// answers every write slowly (2 s) with 503.
+type flakyBackend struct {
+	broken atomic.Bool
+	target string
+}
+
+func (f *flakyBackend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if f.broken.Load() {
+		time.Sleep(2 * time.Second)
+		http.Error(w, "backend overloaded", http.StatusServiceUnavailable)
+		return
+	}
+	req, err := http.NewRequestWithContext(r.Context(), http.MethodPost, f.target, r.Body)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	req.Header = r.Header.Clone()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	defer resp.Body.Close()
+	w.WriteHeader(resp.StatusCode)
+	_, _ = io.Copy(w, resp.Body)
+}
+
+// TestFailingBackendKeepsMemoryBoundedAndDeliveryResumes: the backend answers 5xx, slowly,
+// for 20 s. The agent does not crash, its memory stays within the memory_limiter's bounds,
+// and delivery resumes when the backend recovers.
+func TestFailingBackendKeepsMemoryBoundedAndDeliveryResumes(t *testing.T) {
+	p := prom.Start(t, "")
+	flaky := &flakyBackend{target: p.RemoteWriteURL()}
+	flaky.broken.Store(true)
+	srv := httptest.NewServer(flaky)
+	t.Cleanup(srv.Close)
+
+	agent := startAgentOn(t, &prom.Server{Addr: strings.TrimPrefix(srv.URL, "http://")}, "e2e-5xx", "dgxh100", "shared-gpu", agentNode{})
+	var peak int64
+	for range 20 {
+		time.Sleep(time.Second)
+		if exited, err := agent.Exited(); exited {
+			t.Fatalf("the agent exited while the backend failed: %v", err)
+		}
+		rss, err := agent.RSS()
+		if err != nil {
+			t.Fatal(err)
+		}
+		peak = max(peak, rss)
+	}
+	t.Logf("peak RSS while the backend failed: %d MiB", peak>>20)
+	if peak > 250<<20 { // memory_limiter: 200 MiB limit, 50 MiB spike
+		t.Errorf("RSS reached %d MiB", peak>>20)
+	}
+
+	flaky.broken.Store(false)
+	prom.Eventually(t, 90*time.Second, "delivery resumes", func() error {
+		s, err := p.Query(`count(hw_power_watts{host_name="e2e-5xx"})`)
+		if err != nil || len(s) != 1 || s[0].Value != 8 {
+			return fmt.Errorf("%v %v", s, err)
 		}
 		return nil
 	})
