@@ -18,7 +18,7 @@ MDATAGEN  := $(BIN)/mdatagen
 COLLECTOR := distribution/otelcol-gpu
 GO_PKGS   := ./...
 
-.PHONY: run test rules unit fuzz e2e deploy-test build generate lint bench deps tools check-versions check-generated test-gpu clean
+.PHONY: run test rules unit fuzz e2e deploy-test build generate lint bench bench-pipelines deps tools check-versions check-generated test-gpu clean
 
 DEMO_DIR := $(CURDIR)/.run
 
@@ -83,11 +83,16 @@ lint:
 	  if [[ -n "$$unformatted" ]]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	go vet $(GO_PKGS)
 	go vet -tags e2e ./testbed/...
+	go vet -tags benchpipelines ./testbed/...
 	go vet -tags gpu ./receiver/...
 
 ## bench: Go benchmarks (figures go into the closing note, not into pass/fail tests)
 bench:
 	go test -run '^$$' -bench . -benchmem $(GO_PKGS)
+
+## bench-pipelines: whole pipelines side by side into real Prometheus (native vs dcgm-exporter exposition via Prometheus agent and via the collector); BENCH_WARMUP and BENCH_WINDOW tune it
+bench-pipelines: build
+	go test -tags benchpipelines -count=1 -run TestPipelinesSideBySide -v -timeout 60m ./testbed/
 
 ## test-gpu: hardware tests on a machine with an NVIDIA GPU and driver
 test-gpu:

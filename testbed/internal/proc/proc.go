@@ -99,6 +99,9 @@ func (p *Process) Stop(grace time.Duration) {
 	}
 }
 
+// Pid is the program's process id.
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
+
 // RSS is the program's resident memory now, in bytes (from /proc/<pid>/status).
 func (p *Process) RSS() (int64, error) {
 	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))

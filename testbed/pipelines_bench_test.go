@@ -1,0 +1,228 @@
+//go:build benchpipelines
+
+package testbed
+
+// Side-by-side cost of delivering GPU metrics into the same real Prometheus:
+//
+//	a) native:  simulated GPUs → gpu → gpu_enrich → remote-write   (otelcol-gpu)
+//	b) dcgm+prometheus-agent: a dcgm-exporter exposition scraped by Prometheus in agent mode
+//	c) dcgm+collector: the same exposition scraped by otelcol-gpu's prometheus receiver
+//
+// Each run measures the pipeline process's CPU time (utime+stime) and peak RSS over a window,
+// and the samples the receiving Prometheus appended in it. `make bench-pipelines` runs it;
+// docs/benchmarks.md records the figures. Not a pass/fail test: it logs a table.
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/otelcol-gpu/otelcol-gpu/testbed/internal/proc"
+	"github.com/otelcol-gpu/otelcol-gpu/testbed/internal/prom"
+)
+
+// dcgmFields are dcgm-exporter's default counters (those NVML can read).
+var dcgmFields = []struct{ name, typ string }{
+	{"DCGM_FI_DEV_SM_CLOCK", "gauge"}, {"DCGM_FI_DEV_MEM_CLOCK", "gauge"}, {"DCGM_FI_DEV_MEMORY_TEMP", "gauge"},
+	{"DCGM_FI_DEV_GPU_TEMP", "gauge"}, {"DCGM_FI_DEV_POWER_USAGE", "gauge"}, {"DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "counter"},
+	{"DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "counter"}, {"DCGM_FI_DEV_GPU_UTIL", "gauge"}, {"DCGM_FI_DEV_MEM_COPY_UTIL", "gauge"},
+	{"DCGM_FI_DEV_ENC_UTIL", "gauge"}, {"DCGM_FI_DEV_DEC_UTIL", "gauge"}, {"DCGM_FI_DEV_XID_ERRORS", "gauge"},
+	{"DCGM_FI_DEV_FB_FREE", "gauge"}, {"DCGM_FI_DEV_FB_USED", "gauge"}, {"DCGM_FI_DEV_FB_RESERVED", "gauge"},
+	{"DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", "counter"}, {"DCGM_FI_DEV_VGPU_LICENSE_STATUS", "gauge"},
+	{"DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", "counter"}, {"DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS", "counter"},
+	{"DCGM_FI_DEV_ROW_REMAP_FAILURE", "gauge"}, {"DCGM_FI_PROF_GR_ENGINE_ACTIVE", "gauge"},
+}
+
+// dcgmExposition serves what dcgm-exporter would for `gpus` GPUs, values moving each scrape.
+func dcgmExposition(t *testing.T, gpus int) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		now := time.Now().UnixMilli()
+		var b strings.Builder
+		for _, f := range dcgmFields {
+			fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s %s\n", f.name, f.name, f.name, f.typ)
+			for g := range gpus {
+				fmt.Fprintf(&b, `%s{gpu="%d",UUID="GPU-%08x-0000-4000-8000-%012d",pci_bus_id="00000000:%02X:00.0",device="nvidia%d",modelName="NVIDIA H100 80GB HBM3",Hostname="bench-node",DCGM_FI_DRIVER_VERSION="550.54.15",container="pytorch",namespace="ml",pod="train-%d"} %d`+"\n",
+					f.name, g%8, g, g, g%256, g%8, g, (now/1000+int64(g))%1000)
+			}
+		}
+		_, _ = io.WriteString(w, b.String())
+	}))
+	t.Cleanup(srv.Close)
+	return strings.TrimPrefix(srv.URL, "http://")
+}
+
+// cpuSeconds is a process's user+system CPU time.
+func cpuSeconds(t *testing.T, pid int) float64 {
+	t.Helper()
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fields := strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+2:]))
+	utime, _ := strconv.ParseFloat(fields[11], 64)
+	stime, _ := strconv.ParseFloat(fields[12], 64)
+	return (utime + stime) / 100 // USER_HZ
+}
+
+// appended is the receiving Prometheus's count of samples appended to its head.
+func appended(t *testing.T, p *prom.Server) float64 {
+	t.Helper()
+	resp, err := http.Get("http://" + p.Addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	var total float64
+	for _, line := range strings.Split(string(raw), "\n") {
+		if strings.HasPrefix(line, "prometheus_tsdb_head_samples_appended_total") {
+			v, _ := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
+			total += v
+		}
+	}
+	return total
+}
+
+type measurement struct {
+	cpu, samples float64
+	peakRSS      int64
+}
+
+// measure waits `warm`, then samples CPU, RSS and appended samples over `window`.
+func measure(t *testing.T, p *prom.Server, pid int, rss func() (int64, error), warm, window time.Duration) measurement {
+	t.Helper()
+	time.Sleep(warm)
+	cpu0, s0 := cpuSeconds(t, pid), appended(t, p)
+	var peak int64
+	for end := time.Now().Add(window); time.Now().Before(end); time.Sleep(500 * time.Millisecond) {
+		if r, err := rss(); err == nil {
+			peak = max(peak, r)
+		}
+	}
+	return measurement{cpu: cpuSeconds(t, pid) - cpu0, samples: appended(t, p) - s0, peakRSS: peak}
+}
+
+func benchEnv(name string, def time.Duration) time.Duration {
+	if v, err := time.ParseDuration(os.Getenv(name)); err == nil {
+		return v
+	}
+	return def
+}
+
+// nativeConfig writes a collector config with one simulated DGX (8 GPUs) per receiver.
+func nativeConfig(t *testing.T, gpus int, interval time.Duration, rw string) string {
+	t.Helper()
+	var recv, names strings.Builder
+	for i := range gpus / 8 {
+		fmt.Fprintf(&recv, "  gpu/%d:\n    backend: simulated\n    collection_interval: %s\n    host_name: bench-node\n    simulated: {system: dgxh100, scenario: shared-gpu, seed: %d}\n", i, interval, i+1)
+		fmt.Fprintf(&names, "gpu/%d, ", i)
+	}
+	cfg := fmt.Sprintf(`receivers:
+%sprocessors:
+  memory_limiter: {check_interval: 1s, limit_mib: 200, spike_limit_mib: 50}
+  gpu_enrich: {kubelet: {enabled: false}, processes: {enabled: false}}
+  batch: {timeout: 1s}
+exporters:
+  prometheus_remote_write:
+    http: {endpoint: %s}
+    resource_constant_labels: {included: [host.name, "hw.*", "nvidia.*", "process.*", "k8s.*"]}
+    target_info: {enabled: false}
+    disable_scope_info: true
+extensions:
+  health_check: {endpoint: %%s}
+service:
+  extensions: [health_check]
+  telemetry: {metrics: {level: none}}
+  pipelines:
+    metrics: {receivers: [%s], processors: [memory_limiter, gpu_enrich, batch], exporters: [prometheus_remote_write]}
+`, recv.String(), rw, strings.TrimSuffix(names.String(), ", "))
+	return cfg
+}
+
+func scrapeConfig(t *testing.T, target string, interval time.Duration, rw string) string {
+	return fmt.Sprintf(`receivers:
+  prometheus:
+    config:
+      scrape_configs:
+        - job_name: dcgm-exporter
+          scrape_interval: %s
+          static_configs: [{targets: ["%s"]}]
+processors:
+  memory_limiter: {check_interval: 1s, limit_mib: 200, spike_limit_mib: 50}
+  batch: {timeout: 1s}
+exporters:
+  prometheus_remote_write:
+    http: {endpoint: %s}
+    translation_strategy: UnderscoreEscapingWithoutSuffixes
+    disable_scope_info: true
+extensions:
+  health_check: {endpoint: %%s}
+service:
+  extensions: [health_check]
+  telemetry: {metrics: {level: none}}
+  pipelines:
+    metrics: {receivers: [prometheus], processors: [memory_limiter, batch], exporters: [prometheus_remote_write]}
+`, interval, target, rw)
+}
+
+func startCollectorWith(t *testing.T, name, cfgTemplate string) *proc.Process {
+	t.Helper()
+	health := fmt.Sprintf("127.0.0.1:%d", proc.FreePort(t))
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(path, []byte(fmt.Sprintf(cfgTemplate, health)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return proc.Collector(t, name, nil, []string{path}, health)
+}
+
+func TestPipelinesSideBySide(t *testing.T) {
+	warm, window := benchEnv("BENCH_WARMUP", 15*time.Second), benchEnv("BENCH_WINDOW", 60*time.Second)
+	promBin, err := exec.LookPath("prometheus")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var table strings.Builder
+	fmt.Fprintf(&table, "\n| GPUs | interval | path | samples/s | CPU ms per 1000 samples | peak RSS MiB |\n|---|---|---|---|---|---|\n")
+	for _, gpus := range []int{8, 64} {
+		for _, interval := range []time.Duration{time.Second, 10 * time.Second} {
+			costs := map[string]float64{}
+			run := func(path string, m measurement) {
+				perK := m.cpu * 1000 / max(m.samples, 1) * 1000
+				costs[path] = perK
+				fmt.Fprintf(&table, "| %d | %s | %s | %.0f | %.2f | %d |\n", gpus, interval, path, m.samples/window.Seconds(), perK, m.peakRSS>>20)
+			}
+
+			p := prom.Start(t, "")
+			native := startCollectorWith(t, "native", nativeConfig(t, gpus, interval, p.RemoteWriteURL()))
+			run("a) native", measure(t, p, native.Pid(), native.RSS, warm, window))
+			native.Stop(10 * time.Second)
+
+			target := dcgmExposition(t, gpus)
+			p = prom.Start(t, "")
+			agentCfg := filepath.Join(t.TempDir(), "agent.yml")
+			_ = os.WriteFile(agentCfg, []byte(fmt.Sprintf("global: {scrape_interval: %s}\nscrape_configs:\n  - job_name: dcgm-exporter\n    static_configs: [{targets: [\"%s\"]}]\nremote_write:\n  - url: %s\n", interval, target, p.RemoteWriteURL())), 0o600)
+			agent := proc.Start(t, "prometheus-agent", nil, promBin, "--enable-feature=agent", "--config.file="+agentCfg,
+				"--storage.agent.path="+t.TempDir(), fmt.Sprintf("--web.listen-address=127.0.0.1:%d", proc.FreePort(t)))
+			run("b) dcgm + Prometheus agent", measure(t, p, agent.Pid(), agent.RSS, warm, window))
+			agent.Stop(10 * time.Second)
+
+			p = prom.Start(t, "")
+			scraper := startCollectorWith(t, "collector-scrape", scrapeConfig(t, target, interval, p.RemoteWriteURL()))
+			run("c) dcgm + collector prometheus receiver", measure(t, p, scraper.Pid(), scraper.RSS, warm, window))
+			scraper.Stop(10 * time.Second)
+
+			fmt.Fprintf(&table, "| %d | %s | ratio a/b, a/c | | %.2f, %.2f | |\n", gpus, interval,
+				costs["a) native"]/costs["b) dcgm + Prometheus agent"], costs["a) native"]/costs["c) dcgm + collector prometheus receiver"])
+		}
+	}
+	t.Log(table.String())
+}
