@@ -8,11 +8,16 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/otelcol-gpu/otelcol-gpu/internal/fakekubelet"
+	"github.com/otelcol-gpu/otelcol-gpu/testbed/internal/proc"
 	"github.com/otelcol-gpu/otelcol-gpu/testbed/internal/prom"
 )
 
@@ -200,4 +205,105 @@ func TestFailingBackendKeepsMemoryBoundedAndDeliveryResumes(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestXIDStormAndLostGPUKeepTheAgentBounded: one agent whose GPU 0 raises 20 XIDs a
+// second, another whose GPU 3 falls off the bus and comes back. The XID counter in
+// Prometheus matches what the simulated driver raised, the lost GPU reports failed and then
+// ok-with-data again, and neither agent's CPU or memory runs away.
+func TestXIDStormAndLostGPUKeepTheAgentBounded(t *testing.T) {
+	p := prom.Start(t, "")
+	storm := startAgentOn(t, p, "e2e-storm", "dgxh100", "xid-storm", agentNode{})
+	lost := startAgentOn(t, p, "e2e-falls", "dgxh100", "gpu-lost", agentNode{})
+	start := time.Now()
+	cpu0 := map[*proc.Process]float64{storm: procCPU(t, storm), lost: procCPU(t, lost)}
+
+	prom.Eventually(t, 90*time.Second, "the lost GPU reports failed, the others ok", func() error {
+		failed, err := p.Query(`hw_status{host_name="e2e-falls",hw_state="failed"} == 1`)
+		if err != nil || len(failed) != 1 || failed[0].Labels["nvidia_gpu_index"] != "3" {
+			return fmt.Errorf("failed GPUs %v %v", failed, err)
+		}
+		ok, err := p.Query(`count(hw_status{host_name="e2e-falls",hw_state="ok"} == 1)`)
+		if err != nil || len(ok) != 1 || ok[0].Value != 7 {
+			return fmt.Errorf("ok GPUs %v %v", ok, err)
+		}
+		return nil
+	})
+	fellAt := time.Now()
+	prom.Eventually(t, 90*time.Second, "the lost GPU reports data again after it returns", func() error {
+		// It is off the bus for 20 s and reports no power meanwhile: a sample taken over
+		// 10 s after it was seen failed comes from after its return.
+		r, err := p.Query(`timestamp(hw_power_watts{host_name="e2e-falls",nvidia_gpu_index="3"})`)
+		if err != nil || len(r) != 1 || r[0].Value < float64(fellAt.Add(10*time.Second).Unix()) {
+			return fmt.Errorf("GPU 3 has not answered since it fell: %v %v", r, err)
+		}
+		return nil
+	})
+
+	// The storm: 20 XIDs a second since the agent started, counted exactly.
+	s, err := p.Query(`nvidia_gpu_xid_errors_total{host_name="e2e-storm",nvidia_gpu_xid="13"}`)
+	if err != nil || len(s) != 1 {
+		t.Fatalf("XID 13 counter: %v %v", s, err)
+	}
+	elapsed := time.Since(start).Seconds()
+	if s[0].Value < 20*(elapsed-15) || s[0].Value > 20*(elapsed+15) {
+		t.Errorf("XID 13 count %v after %.0f s at 20/s", s[0].Value, elapsed)
+	}
+	for agent, c0 := range cpu0 {
+		cores := (procCPU(t, agent) - c0) / time.Since(start).Seconds()
+		rss, err := agent.RSS()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s: %.3f cores, RSS %d MiB", agent.Name, cores, rss>>20)
+		if cores > 0.5 || rss > 250<<20 {
+			t.Errorf("%s runs away: %.2f cores, %d MiB", agent.Name, cores, rss>>20)
+		}
+	}
+}
+
+// TestHangingKubeletNeverDelaysScrapes: the kubelet accepts connections and never answers.
+// GPU metrics keep flowing every second, unattributed, and attribution age grows.
+func TestHangingKubeletNeverDelaysScrapes(t *testing.T) {
+	dir, err := os.MkdirTemp("", "e2ehang")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	node := agentNode{kubeletSocket: filepath.Join(dir, "kubelet.sock")}
+	srv, err := fakekubelet.Start(node.kubeletSocket, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.SetMode(fakekubelet.ModeHang)
+	t.Cleanup(srv.Stop)
+	p := prom.Start(t, "")
+	startAgentOn(t, p, "e2e-hung-kubelet", "dgxh100", "steady-training", node)
+	time.Sleep(15 * time.Second)
+	prom.Eventually(t, 60*time.Second, "a sample every second, unattributed", func() error {
+		c, err := p.Query(`count_over_time(hw_power_watts{host_name="e2e-hung-kubelet",nvidia_gpu_index="0"}[10s])`)
+		if err != nil || len(c) != 1 || c[0].Value < 9 {
+			return fmt.Errorf("samples in 10 s: %v %v", c, err)
+		}
+		if c[0].Labels["k8s_pod_name"] != "" {
+			return fmt.Errorf("attributed by a kubelet that never answered: %v", c[0].Labels)
+		}
+		age, err := p.Query(`nvidia_gpu_attribution_age_seconds{host_name="e2e-hung-kubelet"}`)
+		if err != nil || len(age) != 1 || age[0].Value < 10 {
+			return fmt.Errorf("attribution age %v %v", age, err)
+		}
+		return nil
+	})
+}
+
+func procCPU(t *testing.T, p *proc.Process) float64 {
+	t.Helper()
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.Pid()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fields := strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+2:]))
+	utime, _ := strconv.ParseFloat(fields[11], 64)
+	stime, _ := strconv.ParseFloat(fields[12], 64)
+	return (utime + stime) / 100
 }
