@@ -83,7 +83,7 @@ lint:
 	  if [[ -n "$$unformatted" ]]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	go vet $(GO_PKGS)
 	go vet -tags e2e ./testbed/...
-	go vet -tags benchpipelines ./testbed/...
+	go vet -tags "e2e benchpipelines" ./testbed/...
 	go vet -tags gpu ./receiver/...
 
 ## bench: Go benchmarks (figures go into the closing note, not into pass/fail tests)
@@ -92,7 +92,7 @@ bench:
 
 ## bench-pipelines: whole pipelines side by side into real Prometheus (native vs dcgm-exporter exposition via Prometheus agent and via the collector); BENCH_WARMUP and BENCH_WINDOW tune it
 bench-pipelines: build
-	go test -tags benchpipelines -count=1 -run TestPipelinesSideBySide -v -timeout 60m ./testbed/
+	go test -tags "e2e benchpipelines" -count=1 -run "TestPipelinesSideBySide|TestFreshness" -v -timeout 60m ./testbed/
 
 ## test-gpu: hardware tests on a machine with an NVIDIA GPU and driver
 test-gpu:

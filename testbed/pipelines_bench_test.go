@@ -1,4 +1,4 @@
-//go:build benchpipelines
+//go:build e2e && benchpipelines
 
 package testbed
 
@@ -20,6 +20,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -225,4 +226,50 @@ func TestPipelinesSideBySide(t *testing.T) {
 		}
 	}
 	t.Log(table.String())
+}
+
+// TestFreshness measures, for the native path at a 1 s interval with the shipped agent
+// configuration, how long after a value is read from the (simulated) GPU it becomes
+// visible through PromQL: poll the newest sample's timestamp every 50 ms and record, for
+// each new sample, now − its timestamp. The simulator's values change every second, so the
+// change-to-read delay adds up to one interval on top (uniform, 0.5 s on average).
+func TestFreshness(t *testing.T) {
+	window := benchEnv("BENCH_WINDOW", 60*time.Second)
+	p := prom.Start(t, "")
+	startAgent(t, p, "fresh", "dgxh100", "steady-training")
+	q := `timestamp(hw_power_watts{host_name="fresh",nvidia_gpu_index="0"})`
+	prom.Eventually(t, 60*time.Second, "first sample", func() error {
+		s, err := p.Query(q)
+		if err != nil || len(s) != 1 {
+			return fmt.Errorf("%v %v", s, err)
+		}
+		return nil
+	})
+	// Every sample counts, not only the newest: a batch of several lands at once, and its
+	// older samples waited longer.
+	seen := map[int64]bool{}
+	baseline := true // samples already there at the first look have no known arrival time
+	var lat []float64
+	for end := time.Now().Add(window); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+		series, err := p.QueryRange(`hw_power_watts{host_name="fresh",nvidia_gpu_index="0"}[20s]`)
+		if err != nil || len(series) != 1 {
+			continue
+		}
+		now := time.Now()
+		for _, pt := range series[0].Points {
+			if key := pt.T.UnixMilli(); !seen[key] {
+				seen[key] = true
+				if !baseline {
+					lat = append(lat, now.Sub(pt.T).Seconds())
+				}
+			}
+		}
+		baseline = false
+	}
+	sort.Float64s(lat)
+	if len(lat) == 0 {
+		t.Fatal("no new samples")
+	}
+	pct := func(q float64) float64 { return lat[min(len(lat)-1, int(q*float64(len(lat))))] }
+	t.Logf("\nfreshness (read → visible in PromQL), %d samples: p50 %.2f s, p99 %.2f s, max %.2f s", len(lat), pct(0.5), pct(0.99), lat[len(lat)-1])
 }
