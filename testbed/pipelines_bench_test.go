@@ -236,7 +236,8 @@ func TestPipelinesSideBySide(t *testing.T) {
 func TestFreshness(t *testing.T) {
 	window := benchEnv("BENCH_WINDOW", 60*time.Second)
 	p := prom.Start(t, "")
-	startAgent(t, p, "fresh", "dgxh100", "steady-training")
+	// The shipped agent configuration, but for the interval (and BENCH_AGENT_SETS overrides).
+	startAgentOn(t, p, "fresh", "dgxh100", "steady-training", agentNode{sets: append([]string{"processors::batch::timeout=200ms"}, strings.Fields(os.Getenv("BENCH_AGENT_SETS"))...)})
 	q := `timestamp(hw_power_watts{host_name="fresh",nvidia_gpu_index="0"})`
 	prom.Eventually(t, 60*time.Second, "first sample", func() error {
 		s, err := p.Query(q)
