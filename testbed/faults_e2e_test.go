@@ -10,7 +10,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -216,7 +215,7 @@ func TestXIDStormAndLostGPUKeepTheAgentBounded(t *testing.T) {
 	storm := startAgentOn(t, p, "e2e-storm", "dgxh100", "xid-storm", agentNode{})
 	lost := startAgentOn(t, p, "e2e-falls", "dgxh100", "gpu-lost", agentNode{})
 	start := time.Now()
-	cpu0 := map[*proc.Process]float64{storm: procCPU(t, storm), lost: procCPU(t, lost)}
+	cpu0 := map[*proc.Process]float64{storm: cpuOf(t, storm), lost: cpuOf(t, lost)}
 
 	prom.Eventually(t, 90*time.Second, "the lost GPU reports failed, the others ok", func() error {
 		failed, err := p.Query(`hw_status{host_name="e2e-falls",hw_state="failed"} == 1`)
@@ -250,7 +249,7 @@ func TestXIDStormAndLostGPUKeepTheAgentBounded(t *testing.T) {
 		t.Errorf("XID 13 count %v after %.0f s at 20/s", s[0].Value, elapsed)
 	}
 	for agent, c0 := range cpu0 {
-		cores := (procCPU(t, agent) - c0) / time.Since(start).Seconds()
+		cores := (cpuOf(t, agent) - c0) / time.Since(start).Seconds()
 		rss, err := agent.RSS()
 		if err != nil {
 			t.Fatal(err)
@@ -296,14 +295,11 @@ func TestHangingKubeletNeverDelaysScrapes(t *testing.T) {
 	})
 }
 
-func procCPU(t *testing.T, p *proc.Process) float64 {
+func cpuOf(t *testing.T, p *proc.Process) float64 {
 	t.Helper()
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.Pid()))
+	c, err := p.CPUSeconds()
 	if err != nil {
 		t.Fatal(err)
 	}
-	fields := strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+2:]))
-	utime, _ := strconv.ParseFloat(fields[11], 64)
-	stime, _ := strconv.ParseFloat(fields[12], 64)
-	return (utime + stime) / 100
+	return c
 }

@@ -61,19 +61,6 @@ func dcgmExposition(t *testing.T, gpus int) string {
 	return strings.TrimPrefix(srv.URL, "http://")
 }
 
-// cpuSeconds is a process's user+system CPU time.
-func cpuSeconds(t *testing.T, pid int) float64 {
-	t.Helper()
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	fields := strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+2:]))
-	utime, _ := strconv.ParseFloat(fields[11], 64)
-	stime, _ := strconv.ParseFloat(fields[12], 64)
-	return (utime + stime) / 100 // USER_HZ
-}
-
 // appended is the receiving Prometheus's count of samples appended to its head.
 func appended(t *testing.T, p *prom.Server) float64 {
 	t.Helper()
@@ -99,17 +86,17 @@ type measurement struct {
 }
 
 // measure waits `warm`, then samples CPU, RSS and appended samples over `window`.
-func measure(t *testing.T, p *prom.Server, pid int, rss func() (int64, error), warm, window time.Duration) measurement {
+func measure(t *testing.T, p *prom.Server, pipeline *proc.Process, warm, window time.Duration) measurement {
 	t.Helper()
 	time.Sleep(warm)
-	cpu0, s0 := cpuSeconds(t, pid), appended(t, p)
+	cpu0, s0 := cpuOf(t, pipeline), appended(t, p)
 	var peak int64
 	for end := time.Now().Add(window); time.Now().Before(end); time.Sleep(500 * time.Millisecond) {
-		if r, err := rss(); err == nil {
+		if r, err := pipeline.RSS(); err == nil {
 			peak = max(peak, r)
 		}
 	}
-	return measurement{cpu: cpuSeconds(t, pid) - cpu0, samples: appended(t, p) - s0, peakRSS: peak}
+	return measurement{cpu: cpuOf(t, pipeline) - cpu0, samples: appended(t, p) - s0, peakRSS: peak}
 }
 
 func benchEnv(name string, def time.Duration) time.Duration {
@@ -204,7 +191,7 @@ func TestPipelinesSideBySide(t *testing.T) {
 
 			p := prom.Start(t, "")
 			native := startCollectorWith(t, "native", nativeConfig(t, gpus, interval, p.RemoteWriteURL()))
-			run("a) native", measure(t, p, native.Pid(), native.RSS, warm, window))
+			run("a) native", measure(t, p, native, warm, window))
 			native.Stop(10 * time.Second)
 
 			target := dcgmExposition(t, gpus)
@@ -213,12 +200,12 @@ func TestPipelinesSideBySide(t *testing.T) {
 			_ = os.WriteFile(agentCfg, []byte(fmt.Sprintf("global: {scrape_interval: %s}\nscrape_configs:\n  - job_name: dcgm-exporter\n    static_configs: [{targets: [\"%s\"]}]\nremote_write:\n  - url: %s\n", interval, target, p.RemoteWriteURL())), 0o600)
 			agent := proc.Start(t, "prometheus-agent", nil, promBin, "--enable-feature=agent", "--config.file="+agentCfg,
 				"--storage.agent.path="+t.TempDir(), fmt.Sprintf("--web.listen-address=127.0.0.1:%d", proc.FreePort(t)))
-			run("b) dcgm + Prometheus agent", measure(t, p, agent.Pid(), agent.RSS, warm, window))
+			run("b) dcgm + Prometheus agent", measure(t, p, agent, warm, window))
 			agent.Stop(10 * time.Second)
 
 			p = prom.Start(t, "")
 			scraper := startCollectorWith(t, "collector-scrape", scrapeConfig(t, target, interval, p.RemoteWriteURL()))
-			run("c) dcgm + collector prometheus receiver", measure(t, p, scraper.Pid(), scraper.RSS, warm, window))
+			run("c) dcgm + collector prometheus receiver", measure(t, p, scraper, warm, window))
 			scraper.Stop(10 * time.Second)
 
 			fmt.Fprintf(&table, "| %d | %s | ratio a/b, a/c | | %.2f, %.2f | |\n", gpus, interval,

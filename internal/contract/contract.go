@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 
 	"github.com/prometheus/otlptranslator"
 	"go.yaml.in/yaml/v3"
@@ -61,14 +60,4 @@ func PrometheusNames(root string) (map[string]string, error) {
 		}
 	}
 	return out, nil
-}
-
-// Sorted returns the keys of a name set in order.
-func Sorted(names map[string]string) []string {
-	out := make([]string, 0, len(names))
-	for n := range names {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
 }

@@ -143,14 +143,6 @@ func (w *xidWatcher) snapshot(uuid string) map[uint64]uint64 {
 	return out
 }
 
-// registered reports whether the GPU is watched (its counters exist, even at zero).
-func (w *xidWatcher) registered(uuid string) bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	_, ok := w.counts[uuid]
-	return ok
-}
-
 // recent reports whether the GPU had a fatal or a severe XID within healthWindow.
 func (w *xidWatcher) recent(uuid string) (fatal, severe bool) {
 	w.mu.Lock()

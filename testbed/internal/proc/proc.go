@@ -99,8 +99,18 @@ func (p *Process) Stop(grace time.Duration) {
 	}
 }
 
-// Pid is the program's process id.
-func (p *Process) Pid() int { return p.cmd.Process.Pid }
+// CPUSeconds is the user+system CPU time the program has used (from /proc/<pid>/stat).
+func (p *Process) CPUSeconds() (float64, error) {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
+	if err != nil {
+		return 0, err
+	}
+	// Fields after the command name, which is in parentheses and may contain spaces.
+	fields := strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+2:]))
+	utime, _ := strconv.ParseFloat(fields[11], 64)
+	stime, _ := strconv.ParseFloat(fields[12], 64)
+	return (utime + stime) / 100, nil // USER_HZ
+}
 
 // RSS is the program's resident memory now, in bytes (from /proc/<pid>/status).
 func (p *Process) RSS() (int64, error) {

@@ -26,7 +26,7 @@ func (g *gpmReader) Read(dev nvml.Device, gpuInstance int) (gpm.Values, bool, nv
 	if !ok {
 		return gpm.Values{}, false, nvml.ERROR_INVALID_ARGUMENT
 	}
-	t, r, ret := d.read("GpmMetricsGet")
+	_, r, ret := d.read("GpmMetricsGet")
 	if ret != nvml.SUCCESS {
 		return gpm.Values{}, false, ret
 	}
@@ -57,7 +57,6 @@ func (g *gpmReader) Read(dev nvml.Device, gpuInstance int) (gpm.Values, bool, nv
 	links := float64(nvlinkLinks[d.sim.system])
 	v.NVLinkTx = links * (0.05 + busy*9.5) * 1e9
 	v.NVLinkRx = v.NVLinkTx
-	_ = t
 	return v, true, nvml.SUCCESS
 }
 
