@@ -20,9 +20,9 @@ import (
 	"github.com/otelcol-gpu/otelcol-gpu/testbed/internal/prom"
 )
 
-// TestPrometheusOutageLosesNoSample: with the shipped agent configuration (remote-write
-// WAL on), Prometheus goes away for long enough to miss many batches and comes back: every
-// sample the agent produced in the meantime arrives.
+// TestPrometheusOutageLosesNoSample: with the shipped agent configuration (requests queued
+// in memory and retried), Prometheus goes away for long enough to miss many batches and
+// comes back: every sample the agent produced in the meantime arrives.
 func TestPrometheusOutageLosesNoSample(t *testing.T) {
 	p := prom.Start(t, "")
 	startAgent(t, p, "e2e-outage", "dgxh100", "steady-training")
@@ -72,13 +72,13 @@ func TestPrometheusOutageLosesNoSample(t *testing.T) {
 	})
 }
 
-// TestKilledAgentDeliversItsWALAfterRestart: Prometheus is down, the agent buffers in its
-// WAL and is killed (SIGKILL: nothing flushed); restarted on the same WAL directory once
-// Prometheus is back, it delivers what it had buffered.
+// TestKilledAgentDeliversItsWALAfterRestart: with the opt-in WAL overlay, Prometheus is
+// down, the agent buffers in its WAL and is killed (SIGKILL: nothing flushed); restarted on
+// the same WAL directory once Prometheus is back, it delivers what it had buffered.
 func TestKilledAgentDeliversItsWALAfterRestart(t *testing.T) {
 	p := prom.Start(t, "")
 	wal := t.TempDir()
-	node := agentNode{walDir: wal}
+	node := agentNode{walDir: wal, overlays: []string{"../deploy/config-overlays/remote-write-wal.yaml"}}
 	p.Stop()
 	agent := startAgentOn(t, p, "e2e-crash", "dgxh100", "steady-training", node)
 	bufferedFrom := time.Now()
@@ -141,15 +141,24 @@ func TestNVMLAppearingLaterStartsMetricsWithoutRestart(t *testing.T) {
 
 // flakyBackend stands in front of Prometheus's remote-write endpoint and, while broken,
 // answers every write slowly (2 s) with 503.
+// flakyBackend sits in front of Prometheus: broken, it answers 503 slowly (an overloaded
+// backend, worth retrying); rejecting, it answers 400 at once (a request refused for good,
+// as Prometheus does for out-of-bounds samples); otherwise it forwards.
 type flakyBackend struct {
-	broken atomic.Bool
-	target string
+	broken, rejecting atomic.Bool
+	rejected          atomic.Int64
+	target            string
 }
 
 func (f *flakyBackend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if f.broken.Load() {
 		time.Sleep(2 * time.Second)
 		http.Error(w, "backend overloaded", http.StatusServiceUnavailable)
+		return
+	}
+	if f.rejecting.Load() {
+		f.rejected.Add(1)
+		http.Error(w, "out of bounds", http.StatusBadRequest)
 		return
 	}
 	req, err := http.NewRequestWithContext(r.Context(), http.MethodPost, f.target, r.Body)
@@ -204,6 +213,67 @@ func TestFailingBackendKeepsMemoryBoundedAndDeliveryResumes(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestRejectedRequestsAreDroppedAndDeliveryGoesOn: the backend refuses every request for
+// 5 s with a 400 (as Prometheus does for out-of-order or out-of-bounds samples). The
+// shipped agent drops those requests (retrying cannot help) and delivers everything after
+// them: one bad batch never stops a node's telemetry.
+func TestRejectedRequestsAreDroppedAndDeliveryGoesOn(t *testing.T) {
+	p := prom.Start(t, "")
+	flaky := &flakyBackend{target: p.RemoteWriteURL()}
+	srv := httptest.NewServer(flaky)
+	t.Cleanup(srv.Close)
+	agent := startAgentOn(t, &prom.Server{Addr: strings.TrimPrefix(srv.URL, "http://")}, "e2e-400", "dgxh100", "steady-training", agentNode{})
+	series := `hw_energy_joules_total{host_name="e2e-400",nvidia_gpu_index="0"}`
+	prom.Eventually(t, 60*time.Second, "first samples", func() error {
+		s, err := p.Query(series)
+		if err != nil || len(s) != 1 {
+			return fmt.Errorf("%v %v", s, err)
+		}
+		return nil
+	})
+
+	flaky.rejecting.Store(true)
+	rejectFrom := time.Now()
+	time.Sleep(5 * time.Second)
+	flaky.rejecting.Store(false)
+	rejectTo := time.Now()
+	if flaky.rejected.Load() == 0 {
+		t.Fatal("no request reached the rejecting backend")
+	}
+
+	// Every second after the rejections has its sample: nothing waits behind the refused
+	// requests. Those requests themselves are gone (a 400 is not retried).
+	from, to := rejectTo.Add(time.Second), rejectTo.Add(11*time.Second)
+	prom.Eventually(t, 60*time.Second, "samples after the rejected requests", func() error {
+		pts, err := p.QueryRange(fmt.Sprintf(`%s[%ds]`, series, int(math.Ceil(time.Since(rejectFrom).Seconds()))+2))
+		if err != nil || len(pts) != 1 {
+			return fmt.Errorf("%v %v", pts, err)
+		}
+		var after, during int
+		for _, pt := range pts[0].Points {
+			switch {
+			case !pt.T.Before(from) && pt.T.Before(to):
+				after++
+			case pt.T.After(rejectFrom.Add(time.Second)) && pt.T.Before(rejectTo.Add(-time.Second)):
+				during++
+			}
+		}
+		if time.Now().Before(to) || after < 9 {
+			return fmt.Errorf("%d samples in the 10 s after the rejections, want 10", after)
+		}
+		if during > 0 {
+			return fmt.Errorf("%d samples from inside the rejected window arrived: the backend refused them", during)
+		}
+		return nil
+	})
+	if exited, err := agent.Exited(); exited {
+		t.Fatalf("the agent exited: %v", err)
+	}
+	if !strings.Contains(agent.Output(), "400") {
+		t.Error("the agent did not log the rejected requests")
+	}
 }
 
 // TestXIDStormAndLostGPUKeepTheAgentBounded: one agent whose GPU 0 raises 20 XIDs a
