@@ -19,12 +19,14 @@ copies=(
   "deploy/config-overlays/gateway-tls.yaml          deploy/kubernetes/components/gateway-tls/gateway-tls.yaml"
   "deploy/config-overlays/remote-write-auth-basic.yaml  deploy/kubernetes/components/remote-write-auth-basic/remote-write-auth-basic.yaml"
   "deploy/config-overlays/remote-write-auth-bearer.yaml deploy/kubernetes/components/remote-write-auth-bearer/remote-write-auth-bearer.yaml"
+  "deploy/config-overlays/remote-write-wal.yaml     deploy/kubernetes/components/remote-write-wal/remote-write-wal.yaml"
   "configs/agent.yaml                               deploy/helm/otelcol-gpu/files/agent.yaml"
   "configs/agent-to-gateway.yaml                    deploy/helm/otelcol-gpu/files/agent-to-gateway.yaml"
   "configs/gateway.yaml                             deploy/helm/otelcol-gpu/files/gateway.yaml"
   "deploy/config-overlays/gateway-tls.yaml          deploy/helm/otelcol-gpu/files/gateway-tls.yaml"
   "deploy/config-overlays/remote-write-auth-basic.yaml  deploy/helm/otelcol-gpu/files/remote-write-auth-basic.yaml"
   "deploy/config-overlays/remote-write-auth-bearer.yaml deploy/helm/otelcol-gpu/files/remote-write-auth-bearer.yaml"
+  "deploy/config-overlays/remote-write-wal.yaml     deploy/helm/otelcol-gpu/files/remote-write-wal.yaml"
 )
 
 stale=0

@@ -79,10 +79,36 @@ func TestConfigsValidate(t *testing.T) {
 		"agent+non-root component":    {cfg("configs/agent.yaml"), cfg("deploy/kubernetes/components/non-root/non-root.yaml")},
 		"agent-to-gateway (no env)":   {cfg("configs/agent-to-gateway.yaml")},
 		"gateway+tls (default paths)": {cfg("configs/gateway.yaml"), cfg("deploy/config-overlays/gateway-tls.yaml")},
+		"agent+wal":                   {cfg("configs/agent.yaml"), cfg("deploy/config-overlays/remote-write-wal.yaml")},
+		"agent+bearer+wal":            {cfg("configs/agent.yaml"), cfg("deploy/config-overlays/remote-write-auth-bearer.yaml"), cfg("deploy/config-overlays/remote-write-wal.yaml")},
+		"agent+bare-host+wal":         {cfg("configs/agent.yaml"), cfg("deploy/config-overlays/bare-host.yaml"), cfg("deploy/config-overlays/remote-write-wal.yaml")},
+		"gateway+tls+basic+wal":       {cfg("configs/gateway.yaml"), cfg("deploy/config-overlays/gateway-tls.yaml"), cfg("deploy/config-overlays/remote-write-auth-basic.yaml"), cfg("deploy/config-overlays/remote-write-wal.yaml")},
 	} {
 		t.Run(name, func(t *testing.T) {
 			validateConfigs(t, env, files...)
 		})
+	}
+}
+
+// TestRemoteWriteWALIsOptIn: the shipped configs buffer remote-write in memory; the WAL
+// (contrib's retries a rejected request forever, contrib #41785) comes only from
+// deploy/config-overlays/remote-write-wal.yaml, which adds nothing else.
+func TestRemoteWriteWALIsOptIn(t *testing.T) {
+	prw := func(cfg map[string]any) map[string]any {
+		return cfg["exporters"].(map[string]any)["prometheus_remote_write"].(map[string]any)
+	}
+	for _, rel := range []string{"configs/agent.yaml", "configs/gateway.yaml"} {
+		if _, ok := prw(loadYAML(t, rel))["wal"]; ok {
+			t.Errorf("%s turns the remote-write WAL on: it is opt-in (deploy/config-overlays/remote-write-wal.yaml)", rel)
+		}
+	}
+	overlay := loadYAML(t, "deploy/config-overlays/remote-write-wal.yaml")
+	if len(overlay) != 1 || len(overlay["exporters"].(map[string]any)) != 1 {
+		t.Errorf("remote-write-wal.yaml must set exporters.prometheus_remote_write only: %v", overlay)
+	}
+	wal, _ := prw(overlay)["wal"].(map[string]any)
+	if dir, _ := wal["directory"].(string); !strings.Contains(dir, "${env:OTELCOL_GPU_WAL_DIR") {
+		t.Errorf("the WAL directory %q is not taken from OTELCOL_GPU_WAL_DIR (the manifests set it on the state volume)", dir)
 	}
 }
 
@@ -181,5 +207,8 @@ func TestSystemdUnit(t *testing.T) {
 		t.Errorf("OTELCOL_GPU_WAL_DIR = %q is outside StateDirectory", wal)
 	}
 	delete(envFile, "OTELCOL_GPU_EXTRA_ARGS")
-	validateConfigs(t, envFile, filepath.Join(repoRoot(t), "configs", "agent.yaml"), filepath.Join(repoRoot(t), "deploy", "config-overlays", "bare-host.yaml"))
+	overlays := filepath.Join(repoRoot(t), "deploy", "config-overlays")
+	validateConfigs(t, envFile, filepath.Join(repoRoot(t), "configs", "agent.yaml"), filepath.Join(overlays, "bare-host.yaml"))
+	// The opt-in WAL (OTELCOL_GPU_EXTRA_ARGS), with the env file's WAL directory.
+	validateConfigs(t, envFile, filepath.Join(repoRoot(t), "configs", "agent.yaml"), filepath.Join(overlays, "bare-host.yaml"), filepath.Join(overlays, "remote-write-wal.yaml"))
 }

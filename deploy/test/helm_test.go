@@ -52,18 +52,24 @@ func readValues(t *testing.T, file string) map[string]any {
 // in strict mode (a reference to a value that does not exist is an error).
 func helmTemplate(t *testing.T, file string) *objects {
 	t.Helper()
+	return helmTemplateValues(t, readValues(t, file))
+}
+
+// helmTemplateValues is helmTemplate with the values given inline (`--set`).
+func helmTemplateValues(t *testing.T, values map[string]any) *objects {
+	t.Helper()
 	chrt, err := loader.Load(chartDir(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	opts := chartutil.ReleaseOptions{Name: releaseName, Namespace: releaseNamespace, Revision: 1, IsInstall: true}
-	vals, err := chartutil.ToRenderValues(chrt, readValues(t, file), opts, chartutil.DefaultCapabilities.Copy())
+	vals, err := chartutil.ToRenderValues(chrt, values, opts, chartutil.DefaultCapabilities.Copy())
 	if err != nil {
 		t.Fatal(err)
 	}
 	out, err := engine.Engine{Strict: true}.Render(chrt, vals)
 	if err != nil {
-		t.Fatalf("rendering the chart with %q: %v", file, err)
+		t.Fatalf("rendering the chart with %v: %v", values, err)
 	}
 	var names []string
 	for name := range out {
@@ -170,6 +176,7 @@ func TestHelmFullValues(t *testing.T) {
 		"--config=/etc/otelcol-gpu/config/agent.yaml",
 		"--config=/etc/otelcol-gpu/config/overrides.yaml",
 		"--config=/etc/otelcol-gpu/config/remote-write-auth-bearer.yaml",
+		"--config=/etc/otelcol-gpu/config/remote-write-wal.yaml",
 	}
 	if !slices.Equal(c.Args, want) {
 		t.Errorf("args = %q, want %q", c.Args, want)
@@ -270,6 +277,67 @@ func TestHelmGatewayMode(t *testing.T) {
 		t.Error("no gateway PodDisruptionBudget")
 	}
 	validatePod(t, o, gspec)
+}
+
+// TestHelmRemoteWriteWAL: remoteWrite.wal.enabled merges config-overlays/remote-write-wal.yaml
+// into whichever workload remote-writes — the agents, or the gateway in gateway mode — with
+// the WAL directory on its writable state volume; it is off by default (TestHelmDefaults).
+func TestHelmRemoteWriteWAL(t *testing.T) {
+	const walArg = "--config=/etc/otelcol-gpu/config/remote-write-wal.yaml"
+	walOverlay := string(readRepoFile(t, "deploy/config-overlays/remote-write-wal.yaml"))
+	check := func(t *testing.T, o *objects, spec corev1.PodSpec, cmName string) {
+		t.Helper()
+		c := spec.Containers[0]
+		if i := slices.Index(c.Args, walArg); i != len(c.Args)-1 || i < 1 {
+			t.Errorf("args = %q, want %s last", c.Args, walArg)
+		}
+		if o.configMaps[cmName].Data["remote-write-wal.yaml"] != walOverlay {
+			t.Errorf("ConfigMap %s: remote-write-wal.yaml differs from deploy/config-overlays: run deploy/sync-configs.sh", cmName)
+		}
+		if dir := envMap(c)["OTELCOL_GPU_WAL_DIR"].Value; !strings.HasPrefix(dir, "/var/lib/otelcol-gpu/") {
+			t.Errorf("OTELCOL_GPU_WAL_DIR = %q is not on the state volume", dir)
+		}
+		state := false
+		for _, m := range c.VolumeMounts {
+			for _, v := range spec.Volumes {
+				if v.Name == m.Name && v.EmptyDir != nil && m.MountPath == "/var/lib/otelcol-gpu" && !m.ReadOnly {
+					state = true
+				}
+			}
+		}
+		if !state {
+			t.Error("no writable emptyDir at /var/lib/otelcol-gpu for the WAL")
+		}
+		validatePod(t, o, spec)
+	}
+	wal := map[string]any{"wal": map[string]any{"enabled": true}}
+
+	t.Run("agent", func(t *testing.T) {
+		o := helmTemplateValues(t, map[string]any{"remoteWrite": wal})
+		spec := o.daemonSet(t, "otelcol-gpu-agent").Spec.Template.Spec
+		checkAgentPod(t, spec, defaultAgent)
+		if want := []string{"--config=/etc/otelcol-gpu/config/agent.yaml", walArg}; !slices.Equal(spec.Containers[0].Args, want) {
+			t.Errorf("args = %q, want %q", spec.Containers[0].Args, want)
+		}
+		check(t, o, spec, "otelcol-gpu-agent")
+	})
+	t.Run("gateway mode", func(t *testing.T) {
+		o := helmTemplateValues(t, map[string]any{"remoteWrite": wal, "gateway": map[string]any{"enabled": true}})
+		agent := o.daemonSet(t, "otelcol-gpu-agent").Spec.Template.Spec
+		checkAgentPod(t, agent, defaultAgent)
+		if want := []string{"--config=/etc/otelcol-gpu/config/agent-to-gateway.yaml"}; !slices.Equal(agent.Containers[0].Args, want) {
+			t.Errorf("agent args = %q, want %q: the agents send OTLP, the gateway remote-writes", agent.Containers[0].Args, want)
+		}
+		if _, ok := o.configMaps["otelcol-gpu-agent"].Data["remote-write-wal.yaml"]; ok {
+			t.Error("the WAL overlay is in the agents' ConfigMap in gateway mode")
+		}
+		gspec := o.deployment(t, "otelcol-gpu-gateway").Spec.Template.Spec
+		checkGatewayPod(t, gspec)
+		if want := []string{"--config=/etc/otelcol-gpu/config/gateway.yaml", walArg}; !slices.Equal(gspec.Containers[0].Args, want) {
+			t.Errorf("gateway args = %q, want %q", gspec.Containers[0].Args, want)
+		}
+		check(t, o, gspec, "otelcol-gpu-gateway")
+	})
 }
 
 func TestHelmNonRoot(t *testing.T) {

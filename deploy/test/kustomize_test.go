@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 )
@@ -140,6 +141,26 @@ func TestKustomizeComponents(t *testing.T) {
 			},
 		},
 		{
+			name:       "remote-write-wal",
+			components: []string{"remote-write-wal"},
+			want:       defaultAgent,
+			check: func(t *testing.T, o *objects) {
+				checkWALComponent(t, o, o.daemonSet(t, "otelcol-gpu-agent").Spec.Template.Spec)
+			},
+		},
+		{
+			name:       "remote-write-wal with bearer auth",
+			components: []string{"remote-write-auth-bearer", "remote-write-wal"},
+			want:       defaultAgent,
+			check: func(t *testing.T, o *objects) {
+				spec := o.daemonSet(t, "otelcol-gpu-agent").Spec.Template.Spec
+				checkWALComponent(t, o, spec)
+				if !slices.Contains(spec.Containers[0].Args, "--config=/etc/otelcol-gpu/remote-write-auth/remote-write-auth-bearer.yaml") {
+					t.Errorf("args = %q: the bearer overlay is not merged", spec.Containers[0].Args)
+				}
+			},
+		},
+		{
 			name:       "remote-write-auth-basic and non-root",
 			components: []string{"remote-write-auth-basic", "non-root", "runtime-class-nvidia"},
 			want:       agentExpect{nonRoot: true, processes: true, procRoot: "/host/proc"},
@@ -168,10 +189,48 @@ func TestKustomizeComponents(t *testing.T) {
 	}
 }
 
+// checkWALComponent: components/remote-write-wal merges config-overlays/remote-write-wal.yaml
+// (byte for byte) after the workload's own config, and the WAL directory is on the state
+// volume (checkAgentPod checks that the volume is a writable emptyDir).
+func checkWALComponent(t *testing.T, o *objects, spec corev1.PodSpec) {
+	t.Helper()
+	c := spec.Containers[0]
+	const arg = "--config=/etc/otelcol-gpu/remote-write-wal/remote-write-wal.yaml"
+	if i := slices.Index(c.Args, arg); i < 1 {
+		t.Errorf("args = %q: want %s after the base config", c.Args, arg)
+	}
+	var cm *corev1.ConfigMap
+	for _, v := range spec.Volumes {
+		if v.Name == "remote-write-wal" && v.ConfigMap != nil {
+			cm = o.configMaps[v.ConfigMap.Name]
+		}
+	}
+	if cm == nil || !strings.HasPrefix(cm.Name, "otelcol-gpu-remote-write-wal-") {
+		t.Fatalf("no remote-write-wal volume from the generated ConfigMap (have %v)", o.names())
+	}
+	if cm.Data["remote-write-wal.yaml"] != string(readRepoFile(t, "deploy/config-overlays/remote-write-wal.yaml")) {
+		t.Error("the WAL component's remote-write-wal.yaml differs from deploy/config-overlays: run deploy/sync-configs.sh")
+	}
+	if dir := envMap(c)["OTELCOL_GPU_WAL_DIR"].Value; !strings.HasPrefix(dir, "/var/lib/otelcol-gpu/") {
+		t.Errorf("OTELCOL_GPU_WAL_DIR = %q, want a directory on the state volume /var/lib/otelcol-gpu", dir)
+	}
+	state := false
+	for _, m := range c.VolumeMounts {
+		for _, v := range spec.Volumes {
+			if v.Name == m.Name && v.EmptyDir != nil && m.MountPath == "/var/lib/otelcol-gpu" && !m.ReadOnly {
+				state = true
+			}
+		}
+	}
+	if !state {
+		t.Error("no writable emptyDir at /var/lib/otelcol-gpu for the WAL")
+	}
+}
+
 func TestKustomizeGatewayMode(t *testing.T) {
 	for _, tc := range []struct {
 		name, dir, overlay string
-		tls, auth          bool
+		tls, auth, wal     bool
 	}{
 		{name: "overlay", dir: "overlays/gateway-mode"},
 		{
@@ -186,6 +245,18 @@ components:
   - ../../components/remote-write-auth-bearer
 `,
 			tls: true, auth: true,
+		},
+		{
+			name: "with the WAL",
+			dir:  "overlays/test-gateway-wal",
+			overlay: `apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+  - ../gateway-mode
+components:
+  - ../../components/remote-write-wal
+`,
+			wal: true,
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -216,6 +287,11 @@ components:
 			}
 			if got := slices.Contains(gc.Args, "--config=/etc/otelcol-gpu/remote-write-auth/remote-write-auth-bearer.yaml"); got != tc.auth {
 				t.Errorf("gateway auth overlay merged = %v, want %v (args %q)", got, tc.auth, gc.Args)
+			}
+			if tc.wal {
+				checkWALComponent(t, o, gw.Spec.Template.Spec)
+			} else if slices.ContainsFunc(gc.Args, func(a string) bool { return strings.Contains(a, "remote-write-wal") }) {
+				t.Errorf("gateway args = %q: the WAL is opt-in", gc.Args)
 			}
 			validatePod(t, o, gw.Spec.Template.Spec)
 

@@ -135,6 +135,13 @@ remote-write-auth-bearer.yaml
 {{- end -}}
 {{- end -}}
 
+{{/* The WAL overlay for remote-write (remoteWrite.wal.enabled), or nothing. */}}
+{{- define "otelcol-gpu.walFile" -}}
+{{- if .Values.remoteWrite.wal.enabled -}}
+remote-write-wal.yaml
+{{- end -}}
+{{- end -}}
+
 {{/* Pod-spec pieces for remote-write auth and TLS: env, volumes, mounts. */}}
 {{- define "otelcol-gpu.remoteWriteEnv" -}}
 {{- if eq .Values.remoteWrite.auth.type "basic" }}
@@ -213,6 +220,9 @@ remote-write-auth-bearer.yaml
 {{- if and (not .Values.gateway.enabled) (include "otelcol-gpu.authFile" .) -}}
 {{- $files = append $files (include "otelcol-gpu.authFile" .) -}}
 {{- end -}}
+{{- if and (not .Values.gateway.enabled) (include "otelcol-gpu.walFile" .) -}}
+{{- $files = append $files (include "otelcol-gpu.walFile" .) -}}
+{{- end -}}
 {{- toJson $files -}}
 {{- end -}}
 
@@ -227,6 +237,9 @@ remote-write-auth-bearer.yaml
 {{- end -}}
 {{- if include "otelcol-gpu.authFile" . -}}
 {{- $files = append $files (include "otelcol-gpu.authFile" .) -}}
+{{- end -}}
+{{- if include "otelcol-gpu.walFile" . -}}
+{{- $files = append $files (include "otelcol-gpu.walFile" .) -}}
 {{- end -}}
 {{- toJson $files -}}
 {{- end -}}
