@@ -18,7 +18,7 @@ MDATAGEN  := $(BIN)/mdatagen
 COLLECTOR := distribution/otelcol-gpu
 GO_PKGS   := ./...
 
-.PHONY: run test rules unit fuzz e2e deploy-test build generate lint bench bench-pipelines deps tools check-versions check-generated test-gpu clean
+.PHONY: run test rules unit fuzz e2e deploy-test build generate lint bench bench-pipelines bench-gateway deps tools check-versions check-generated test-gpu clean
 
 DEMO_DIR := $(CURDIR)/.run
 
@@ -95,6 +95,10 @@ bench:
 ## bench-pipelines: whole pipelines side by side into real Prometheus (native vs dcgm-exporter exposition via Prometheus agent and via the collector); BENCH_WARMUP and BENCH_WINDOW tune it
 bench-pipelines: build
 	go test -tags "e2e benchpipelines" -count=1 -run "TestPipelinesSideBySide|TestFreshness" -v -timeout 60m ./testbed/
+
+## bench-gateway: OTLP from simulated 8-GPU agents through configs/gateway.yaml into real Prometheus: samples/s, loss, gateway CPU and RSS; BENCH_GATEWAY_AGENTS (default 100,1000), BENCH_GATEWAY_INTERVAL, BENCH_WARMUP and BENCH_WINDOW tune it
+bench-gateway: build
+	go test -tags "e2e benchpipelines" -count=1 -run TestGatewayLoad -v -timeout 60m ./testbed/
 
 ## test-gpu: hardware tests on a machine with an NVIDIA GPU and driver
 test-gpu:
