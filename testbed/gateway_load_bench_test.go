@@ -179,6 +179,8 @@ func runGatewayLoad(t *testing.T, c gatewayLoadConfig) (run gatewayRun) {
 		t.Logf("DIAGNOSTIC RUN: overlay %s merged over gateway.yaml", extra)
 		configs = append(configs, extra)
 	}
+	// gateway.yaml keeps no WAL now; the directory is for deploy/config-overlays/remote-write-wal.yaml
+	// given as BENCH_GATEWAY_EXTRA_CONFIG (its size is logged: where a backlog waits).
 	walDir := t.TempDir()
 	gw := proc.Collector(t, "gateway", []string{
 		"PROMETHEUS_REMOTE_WRITE_URL=" + p.RemoteWriteURL(),
