@@ -4,13 +4,18 @@ package testbed
 
 // Side-by-side cost of delivering GPU metrics into the same real Prometheus:
 //
-//	a) native:  simulated GPUs → gpu → gpu_enrich → remote-write   (otelcol-gpu)
+//	a) native:  simulated GPUs → gpu → gpu_enrich → remote-write, on the shipped agent
+//	   configuration (configs/agent.yaml: memory_limiter, batch 200 ms, in-memory queue);
+//	   a') the same with the opt-in remote-write WAL overlay
 //	b) dcgm+prometheus-agent: a dcgm-exporter exposition scraped by Prometheus in agent mode
 //	c) dcgm+collector: the same exposition scraped by otelcol-gpu's prometheus receiver
 //
-// Each run measures the pipeline process's CPU time (utime+stime) and peak RSS over a window,
-// and the samples the receiving Prometheus appended in it. `make bench-pipelines` runs it;
-// docs/benchmarks.md records the figures. Not a pass/fail test: it logs a table.
+// The exposition comes in two sizes: dcgm-exporter's 21 default fields per GPU, and one
+// padded to the series count the native path delivers per GPU ("same volume"), so that a
+// cost per sample compares equal work. Each run measures the pipeline process's CPU time
+// (utime+stime) and peak RSS over a window, and the samples the receiving Prometheus
+// appended in it. `make bench-pipelines` runs it; docs/benchmarks.md records the figures.
+// Not a pass/fail test: it logs a table.
 
 import (
 	"fmt"
@@ -42,17 +47,34 @@ var dcgmFields = []struct{ name, typ string }{
 	{"DCGM_FI_DEV_ROW_REMAP_FAILURE", "gauge"}, {"DCGM_FI_PROF_GR_ENGINE_ACTIVE", "gauge"},
 }
 
-// dcgmExposition serves what dcgm-exporter would for `gpus` GPUs, values moving each scrape.
-func dcgmExposition(t *testing.T, gpus int) string {
+// dcgmFieldsFor returns `perGPU` fields: the defaults, then DCGM's per-link NVLink fields
+// (what dcgm-exporter exports when they are enabled), then numbered padding fields.
+func dcgmFieldsFor(perGPU int) []struct{ name, typ string } {
+	fields := append([]struct{ name, typ string }{}, dcgmFields...)
+	for _, kind := range []string{"CRC_FLIT_ERROR_COUNT", "CRC_DATA_ERROR_COUNT", "REPLAY_ERROR_COUNT", "RECOVERY_ERROR_COUNT", "BANDWIDTH"} {
+		for link := range 18 {
+			fields = append(fields, struct{ name, typ string }{fmt.Sprintf("DCGM_FI_DEV_NVLINK_%s_L%d", kind, link), "counter"})
+		}
+	}
+	for i := 0; len(fields) < perGPU; i++ {
+		fields = append(fields, struct{ name, typ string }{fmt.Sprintf("DCGM_FI_DEV_BENCH_PADDING_%d", i), "gauge"})
+	}
+	return fields[:perGPU]
+}
+
+// dcgmExposition serves what dcgm-exporter would for `gpus` GPUs with `perGPU` fields each,
+// values moving each scrape, and returns the target's host:port.
+func dcgmExposition(t *testing.T, gpus, perGPU int) string {
 	t.Helper()
+	fields := dcgmFieldsFor(perGPU)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		now := time.Now().UnixMilli()
 		var b strings.Builder
-		for _, f := range dcgmFields {
+		for _, f := range fields {
 			fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s %s\n", f.name, f.name, f.name, f.typ)
 			for g := range gpus {
-				fmt.Fprintf(&b, `%s{gpu="%d",UUID="GPU-%08x-0000-4000-8000-%012d",pci_bus_id="00000000:%02X:00.0",device="nvidia%d",modelName="NVIDIA H100 80GB HBM3",Hostname="bench-node",DCGM_FI_DRIVER_VERSION="550.54.15",container="pytorch",namespace="ml",pod="train-%d"} %d`+"\n",
-					f.name, g%8, g, g, g%256, g%8, g, (now/1000+int64(g))%1000)
+				fmt.Fprintf(&b, `%s{gpu="%d",UUID="GPU-%08x-0000-4000-8000-%012d",pci_bus_id="00000000:%02X:00.0",device="nvidia%d",modelName="NVIDIA H100 80GB HBM3",Hostname="bench-node-%d",DCGM_FI_DRIVER_VERSION="550.54.15",container="pytorch",namespace="ml",pod="train-%d"} %d`+"\n",
+					f.name, g%8, g, g, g%256, g%8, g/8, g, (now/1000+int64(g))%1000)
 			}
 		}
 		_, _ = io.WriteString(w, b.String())
@@ -78,6 +100,16 @@ func appended(t *testing.T, p *prom.Server) float64 {
 		}
 	}
 	return total
+}
+
+// seriesIn is the number of series in the receiving Prometheus's head.
+func seriesIn(t *testing.T, p *prom.Server) int {
+	t.Helper()
+	s, err := p.Query(`count({__name__=~".+"})`)
+	if err != nil || len(s) != 1 {
+		t.Fatalf("counting series: %v %v", s, err)
+	}
+	return int(s[0].Value)
 }
 
 type measurement struct {
@@ -106,34 +138,38 @@ func benchEnv(name string, def time.Duration) time.Duration {
 	return def
 }
 
-// nativeConfig writes a collector config with one simulated DGX (8 GPUs) per receiver.
-func nativeConfig(t *testing.T, gpus int, interval time.Duration, rw string) string {
+// startNative runs the shipped agent (configs/agent.yaml, without k8s_attributes, which
+// needs an API server) with one simulated DGX H100 per 8 GPUs. Each DGX is its own
+// receiver with its own host name, as 8 nodes' agents would be, so that node-level series
+// (nvidia_gpu_count, nvidia_nvml_available) stay distinct.
+func startNative(t *testing.T, p *prom.Server, gpus int, interval time.Duration, overlays ...string) *proc.Process {
 	t.Helper()
 	var recv, names strings.Builder
 	for i := range gpus / 8 {
-		fmt.Fprintf(&recv, "  gpu/%d:\n    backend: simulated\n    collection_interval: %s\n    host_name: bench-node\n    simulated: {system: dgxh100, scenario: shared-gpu, seed: %d}\n", i, interval, i+1)
+		fmt.Fprintf(&recv, "  gpu/%d:\n    backend: simulated\n    collection_interval: %s\n    host_name: bench-node-%d\n    simulated: {system: dgxh100, scenario: shared-gpu, seed: %d}\n", i, interval, i, i+1)
 		fmt.Fprintf(&names, "gpu/%d, ", i)
 	}
-	cfg := fmt.Sprintf(`receivers:
-%sprocessors:
-  memory_limiter: {check_interval: 1s, limit_mib: 200, spike_limit_mib: 50}
-  gpu_enrich: {kubelet: {enabled: false}, processes: {enabled: false}}
-  batch: {timeout: 1s}
-exporters:
-  prometheus_remote_write:
-    http: {endpoint: %s}
-    resource_constant_labels: {included: [host.name, "hw.*", "nvidia.*", "process.*", "k8s.*"]}
-    target_info: {enabled: false}
-    disable_scope_info: true
-extensions:
-  health_check: {endpoint: %%s}
-service:
-  extensions: [health_check]
-  telemetry: {metrics: {level: none}}
-  pipelines:
-    metrics: {receivers: [%s], processors: [memory_limiter, gpu_enrich, batch], exporters: [prometheus_remote_write]}
-`, recv.String(), rw, strings.TrimSuffix(names.String(), ", "))
-	return cfg
+	overlay := filepath.Join(t.TempDir(), "bench-receivers.yaml")
+	cfg := fmt.Sprintf("receivers:\n%sservice:\n  pipelines:\n    metrics:\n      receivers: [%s]\n      processors: [memory_limiter, gpu_enrich, batch]\n",
+		recv.String(), strings.TrimSuffix(names.String(), ", "))
+	if err := os.WriteFile(overlay, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	health := fmt.Sprintf("127.0.0.1:%d", proc.FreePort(t))
+	env := []string{
+		"PROMETHEUS_REMOTE_WRITE_URL=" + p.RemoteWriteURL(),
+		"OTELCOL_GPU_WAL_DIR=" + t.TempDir(),
+		"OTELCOL_GPU_KUBELET_SOCKET=unix://" + filepath.Join(t.TempDir(), "no-kubelet.sock"),
+		"OTELCOL_GPU_PROC_ROOT=" + t.TempDir(),
+		"OTELCOL_GPU_POD_LOGS_DIR=" + t.TempDir(),
+		"OTELCOL_GPU_HEALTH_ENDPOINT=" + health,
+		fmt.Sprintf("OTELCOL_GPU_TELEMETRY_PORT=%d", proc.FreePort(t)),
+	}
+	configs := []string{filepath.Join(proc.RepoRoot(), "configs", "agent.yaml")}
+	for _, o := range overlays {
+		configs = append(configs, filepath.Join(proc.RepoRoot(), o))
+	}
+	return proc.Collector(t, "native", env, append(configs, overlay), health)
 }
 
 func scrapeConfig(t *testing.T, target string, interval time.Duration, rw string) string {
@@ -146,12 +182,15 @@ func scrapeConfig(t *testing.T, target string, interval time.Duration, rw string
           static_configs: [{targets: ["%s"]}]
 processors:
   memory_limiter: {check_interval: 1s, limit_mib: 200, spike_limit_mib: 50}
-  batch: {timeout: 1s}
+  batch: {timeout: 200ms, send_batch_size: 4096}
 exporters:
   prometheus_remote_write:
     http: {endpoint: %s}
     translation_strategy: UnderscoreEscapingWithoutSuffixes
+    target_info: {enabled: false}
     disable_scope_info: true
+    max_batch_request_parallelism: 1
+    retry_on_failure: {enabled: true, max_elapsed_time: 0s}
 extensions:
   health_check: {endpoint: %%s}
 service:
@@ -172,44 +211,90 @@ func startCollectorWith(t *testing.T, name, cfgTemplate string) *proc.Process {
 	return proc.Collector(t, name, nil, []string{path}, health)
 }
 
+// benchSizes are the GPU counts and intervals to run (BENCH_GPUS, BENCH_INTERVALS).
+func benchSizes(t *testing.T) ([]int, []time.Duration) {
+	gpus, intervals := []int{8, 64}, []time.Duration{time.Second, 10 * time.Second}
+	if v := os.Getenv("BENCH_GPUS"); v != "" {
+		gpus = nil
+		for _, f := range strings.Split(v, ",") {
+			n, err := strconv.Atoi(f)
+			if err != nil || n%8 != 0 {
+				t.Fatalf("BENCH_GPUS: %q is not a multiple of 8", f)
+			}
+			gpus = append(gpus, n)
+		}
+	}
+	if v := os.Getenv("BENCH_INTERVALS"); v != "" {
+		intervals = nil
+		for _, f := range strings.Split(v, ",") {
+			d, err := time.ParseDuration(f)
+			if err != nil {
+				t.Fatalf("BENCH_INTERVALS: %v", err)
+			}
+			intervals = append(intervals, d)
+		}
+	}
+	return gpus, intervals
+}
+
 func TestPipelinesSideBySide(t *testing.T) {
 	warm, window := benchEnv("BENCH_WARMUP", 15*time.Second), benchEnv("BENCH_WINDOW", 60*time.Second)
 	promBin, err := exec.LookPath("prometheus")
 	if err != nil {
 		t.Fatal(err)
 	}
+	gpuCounts, intervals := benchSizes(t)
 	var table strings.Builder
-	fmt.Fprintf(&table, "\n| GPUs | interval | path | samples/s | CPU ms per 1000 samples | peak RSS MiB |\n|---|---|---|---|---|---|\n")
-	for _, gpus := range []int{8, 64} {
-		for _, interval := range []time.Duration{time.Second, 10 * time.Second} {
+	fmt.Fprintf(&table, "\n| GPUs | interval | path | series/GPU | samples/s | CPU ms per 1000 samples | CPU ms per GPU-minute | peak RSS MiB |\n|---|---|---|---|---|---|---|---|\n")
+	for _, gpus := range gpuCounts {
+		for _, interval := range intervals {
 			costs := map[string]float64{}
-			run := func(path string, m measurement) {
+			run := func(path string, p *prom.Server, m measurement) {
 				perK := m.cpu * 1000 / max(m.samples, 1) * 1000
+				perGPUMinute := m.cpu * 1000 / float64(gpus) / window.Minutes()
 				costs[path] = perK
-				fmt.Fprintf(&table, "| %d | %s | %s | %.0f | %.2f | %d |\n", gpus, interval, path, m.samples/window.Seconds(), perK, m.peakRSS>>20)
+				fmt.Fprintf(&table, "| %d | %s | %s | %d | %.0f | %.2f | %.1f | %d |\n", gpus, interval, path,
+					seriesIn(t, p)/gpus, m.samples/window.Seconds(), perK, perGPUMinute, m.peakRSS>>20)
 			}
 
 			p := prom.Start(t, "")
-			native := startCollectorWith(t, "native", nativeConfig(t, gpus, interval, p.RemoteWriteURL()))
-			run("a) native", measure(t, p, native, warm, window))
+			native := startNative(t, p, gpus, interval)
+			run("a) native", p, measure(t, p, native, warm, window))
 			native.Stop(10 * time.Second)
+			nativePerGPU := seriesIn(t, p) / gpus
+			p.Stop()
 
-			target := dcgmExposition(t, gpus)
+			// The opt-in WAL overlay, to show what durability across a SIGKILL costs.
 			p = prom.Start(t, "")
-			agentCfg := filepath.Join(t.TempDir(), "agent.yml")
-			_ = os.WriteFile(agentCfg, []byte(fmt.Sprintf("global: {scrape_interval: %s}\nscrape_configs:\n  - job_name: dcgm-exporter\n    static_configs: [{targets: [\"%s\"]}]\nremote_write:\n  - url: %s\n", interval, target, p.RemoteWriteURL())), 0o600)
-			agent := proc.Start(t, "prometheus-agent", nil, promBin, "--enable-feature=agent", "--config.file="+agentCfg,
-				"--storage.agent.path="+t.TempDir(), fmt.Sprintf("--web.listen-address=127.0.0.1:%d", proc.FreePort(t)))
-			run("b) dcgm + Prometheus agent", measure(t, p, agent, warm, window))
-			agent.Stop(10 * time.Second)
+			withWAL := startNative(t, p, gpus, interval, "deploy/config-overlays/remote-write-wal.yaml")
+			run("a') native + WAL overlay", p, measure(t, p, withWAL, warm, window))
+			withWAL.Stop(10 * time.Second)
+			p.Stop()
 
-			p = prom.Start(t, "")
-			scraper := startCollectorWith(t, "collector-scrape", scrapeConfig(t, target, interval, p.RemoteWriteURL()))
-			run("c) dcgm + collector prometheus receiver", measure(t, p, scraper, warm, window))
-			scraper.Stop(10 * time.Second)
+			for _, size := range []struct {
+				label  string
+				perGPU int
+			}{{"21 default fields", len(dcgmFields)}, {"same volume", nativePerGPU}} {
+				target := dcgmExposition(t, gpus, size.perGPU)
+				p = prom.Start(t, "")
+				agentCfg := filepath.Join(t.TempDir(), "agent.yml")
+				_ = os.WriteFile(agentCfg, []byte(fmt.Sprintf("global: {scrape_interval: %s}\nscrape_configs:\n  - job_name: dcgm-exporter\n    static_configs: [{targets: [\"%s\"]}]\nremote_write:\n  - url: %s\n", interval, target, p.RemoteWriteURL())), 0o600)
+				agent := proc.Start(t, "prometheus-agent", nil, promBin, "--enable-feature=agent", "--config.file="+agentCfg,
+					"--storage.agent.path="+t.TempDir(), fmt.Sprintf("--web.listen-address=127.0.0.1:%d", proc.FreePort(t)))
+				run("b) dcgm ("+size.label+") + Prometheus agent", p, measure(t, p, agent, warm, window))
+				agent.Stop(10 * time.Second)
+				p.Stop()
 
-			fmt.Fprintf(&table, "| %d | %s | ratio a/b, a/c | | %.2f, %.2f | |\n", gpus, interval,
-				costs["a) native"]/costs["b) dcgm + Prometheus agent"], costs["a) native"]/costs["c) dcgm + collector prometheus receiver"])
+				p = prom.Start(t, "")
+				scraper := startCollectorWith(t, "collector-scrape", scrapeConfig(t, target, interval, p.RemoteWriteURL()))
+				run("c) dcgm ("+size.label+") + collector prometheus receiver", p, measure(t, p, scraper, warm, window))
+				scraper.Stop(10 * time.Second)
+				p.Stop()
+
+				fmt.Fprintf(&table, "| %d | %s | ratio a/b, a/c (%s) | | | %.2f, %.2f | | |\n", gpus, interval, size.label,
+					costs["a) native"]/costs["b) dcgm ("+size.label+") + Prometheus agent"],
+					costs["a) native"]/costs["c) dcgm ("+size.label+") + collector prometheus receiver"])
+			}
 		}
 	}
 	t.Log(table.String())
