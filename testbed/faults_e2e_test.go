@@ -53,10 +53,13 @@ func TestPrometheusOutageLosesNoSample(t *testing.T) {
 		}
 		var n int
 		var gap time.Duration
-		var prev time.Time
+		var first, prev time.Time
 		for _, pt := range pts[0].Points {
 			if pt.T.Before(from) || pt.T.After(to) {
 				continue
+			}
+			if first.IsZero() {
+				first = pt.T
 			}
 			if !prev.IsZero() && pt.T.Sub(prev) > gap {
 				gap = pt.T.Sub(prev)
@@ -66,7 +69,10 @@ func TestPrometheusOutageLosesNoSample(t *testing.T) {
 		}
 		want := int(to.Sub(from).Seconds())
 		if time.Now().Before(to) || n < want-1 || gap > 1500*time.Millisecond {
-			return fmt.Errorf("%d samples in %s (want %d), largest gap %s", n, to.Sub(from), want, gap)
+			// Where the samples start and end, relative to the outage, says which edge lacks.
+			return fmt.Errorf("%d samples in %s (want %d), largest gap %s; outage %s..%s, samples %s..%s (times from the outage's start)",
+				n, to.Sub(from), want, gap, time.Duration(0), up.Sub(down).Round(time.Millisecond),
+				first.Sub(down).Round(time.Millisecond), prev.Sub(down).Round(time.Millisecond))
 		}
 		return nil
 	})

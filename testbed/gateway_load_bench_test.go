@@ -195,10 +195,7 @@ func runGatewayLoad(t *testing.T, c gatewayLoadConfig) (run gatewayRun) {
 		maxGatewayRSS = v
 	}
 	maxGatewayRSS <<= 20
-	promPID := pidListening(p.Addr)
-	if promPID == 0 {
-		t.Logf("Prometheus's process not found: its RSS and CPU are not reported")
-	}
+	promProc := p.Process()
 
 	cfg := c.payload
 	cfg.Endpoint, cfg.Agents, cfg.Interval, cfg.Timeout, cfg.Compression = otlp, c.agents, c.interval, c.timeout, c.compression
@@ -234,7 +231,7 @@ func runGatewayLoad(t *testing.T, c gatewayLoadConfig) (run gatewayRun) {
 			case <-time.After(500 * time.Millisecond):
 			}
 			gr, _ := gw.RSS()
-			pr, _ := pidRSS(promPID)
+			pr, _ := promProc.RSS()
 			mu.Lock()
 			gwPeakAll, promPeakAll = max(gwPeakAll, gr), max(promPeakAll, pr)
 			if windowOn {
@@ -288,7 +285,7 @@ func runGatewayLoad(t *testing.T, c gatewayLoadConfig) (run gatewayRun) {
 	}
 
 	ok := sleepOrAbort(c.warm)
-	cpu0, prom0, self0, app0, st0 := gwCPU(), pidCPU(promPID), pidCPU(os.Getpid()), appended(t, p), fleet.Stats()
+	cpu0, prom0, self0, app0, st0 := gwCPU(), cpuSeconds(promProc.CPUSeconds), cpuSeconds(func() (float64, error) { return proc.CPUSecondsOf(os.Getpid()) }), appended(t, p), fleet.Stats()
 	w0 := time.Now()
 	mu.Lock()
 	windowOn = true
@@ -300,7 +297,7 @@ func runGatewayLoad(t *testing.T, c gatewayLoadConfig) (run gatewayRun) {
 	windowOn = false
 	mu.Unlock()
 	run.windowS = time.Since(w0).Seconds()
-	run.gwCPU, run.promCPU, run.selfCPU = gwCPU()-cpu0, pidCPU(promPID)-prom0, pidCPU(os.Getpid())-self0
+	run.gwCPU, run.promCPU, run.selfCPU = gwCPU()-cpu0, cpuSeconds(promProc.CPUSeconds)-prom0, cpuSeconds(func() (float64, error) { return proc.CPUSecondsOf(os.Getpid()) })-self0
 	app1, st1 := appended(t, p), fleet.Stats()
 	run.deliveredWindow = app1 - app0
 	run.deliveredRate = run.deliveredWindow / run.windowS
@@ -321,7 +318,7 @@ func runGatewayLoad(t *testing.T, c gatewayLoadConfig) (run gatewayRun) {
 	sent := fleet.Stats()
 	tStop := time.Now()
 	last, lastGrowth := appended(t, p), tStop
-	atStop, gwCPUStop, promCPUStop := last, gwCPU(), pidCPU(promPID)
+	atStop, gwCPUStop, promCPUStop := last, gwCPU(), cpuSeconds(promProc.CPUSeconds)
 	for time.Since(lastGrowth) < 10*time.Second {
 		if time.Since(tStop) > 3*time.Minute {
 			run.drainCapped = true
@@ -344,7 +341,7 @@ func runGatewayLoad(t *testing.T, c gatewayLoadConfig) (run gatewayRun) {
 	drainS := max(run.drain.Seconds(), 1)
 	drainGW := max(gwCPU()-gwCPUStop, 0)
 	drainNote := fmt.Sprintf("at the stop Prometheus had appended %.0f of %d offered (backlog %.0f samples); during the drain it appended %.0f (%.0f/s), gateway %.2f CPU cores, Prometheus %.2f",
-		atStop, sent.Attempted, float64(sent.Attempted)-atStop, last-atStop, (last-atStop)/drainS, drainGW/time.Since(tStop).Seconds(), (pidCPU(promPID)-promCPUStop)/time.Since(tStop).Seconds())
+		atStop, sent.Attempted, float64(sent.Attempted)-atStop, last-atStop, (last-atStop)/drainS, drainGW/time.Since(tStop).Seconds(), (cpuSeconds(promProc.CPUSeconds)-promCPUStop)/time.Since(tStop).Seconds())
 	mu.Lock()
 	gwPeak, promPeak := gwPeakAll, promPeakAll
 	mu.Unlock()
@@ -537,63 +534,16 @@ func logSummary(what, output string, markers []string) string {
 	return b.String()
 }
 
-// pidListening finds the process whose command line has --web.listen-address=addr
-// (prom.Server does not expose its process).
-func pidListening(addr string) int {
-	dirs, _ := os.ReadDir("/proc")
-	for _, e := range dirs {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err == nil && strings.Contains(string(cmdline), "--web.listen-address="+addr+"\x00") {
-			return pid
-		}
-	}
-	return 0
+// cpuSeconds reads a CPU time, 0 when the process is gone (the run reports, never fails).
+func cpuSeconds(read func() (float64, error)) float64 {
+	v, _ := read()
+	return v
 }
 
-// pidCPU is a process's user+system CPU seconds; 0 for pid 0 or a gone process.
-func pidCPU(pid int) float64 {
-	if pid == 0 {
-		return 0
-	}
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	fields := strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+2:]))
-	utime, _ := strconv.ParseFloat(fields[11], 64)
-	stime, _ := strconv.ParseFloat(fields[12], 64)
-	return (utime + stime) / 100
-}
-
-// pidRSS is a process's resident memory in bytes.
-func pidRSS(pid int) (int64, error) {
-	if pid == 0 {
-		return 0, fmt.Errorf("no pid")
-	}
-	return statusKB(fmt.Sprintf("/proc/%d/status", pid), "VmRSS:")
-}
-
+// memAvailable is the machine's available memory, 0 when unknown.
 func memAvailable() int64 {
-	n, _ := statusKB("/proc/meminfo", "MemAvailable:")
+	n, _ := proc.MemAvailable()
 	return n
-}
-
-func statusKB(path, key string) (int64, error) {
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		return 0, err
-	}
-	for _, line := range strings.Split(string(raw), "\n") {
-		if v, ok := strings.CutPrefix(line, key); ok {
-			n, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			return n * 1024, err
-		}
-	}
-	return 0, fmt.Errorf("%s: no %s", path, key)
 }
 
 func dirSize(dir string) int64 {

@@ -100,8 +100,14 @@ func (p *Process) Stop(grace time.Duration) {
 }
 
 // CPUSeconds is the user+system CPU time the program has used (from /proc/<pid>/stat).
-func (p *Process) CPUSeconds() (float64, error) {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
+func (p *Process) CPUSeconds() (float64, error) { return CPUSecondsOf(p.cmd.Process.Pid) }
+
+// RSS is the program's resident memory now, in bytes (from /proc/<pid>/status).
+func (p *Process) RSS() (int64, error) { return RSSOf(p.cmd.Process.Pid) }
+
+// CPUSecondsOf is a process's user+system CPU time (from /proc/<pid>/stat).
+func CPUSecondsOf(pid int) (float64, error) {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0, err
 	}
@@ -112,19 +118,25 @@ func (p *Process) CPUSeconds() (float64, error) {
 	return (utime + stime) / 100, nil // USER_HZ
 }
 
-// RSS is the program's resident memory now, in bytes (from /proc/<pid>/status).
-func (p *Process) RSS() (int64, error) {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+// RSSOf is a process's resident memory now, in bytes (from /proc/<pid>/status).
+func RSSOf(pid int) (int64, error) { return procKiB(fmt.Sprintf("/proc/%d/status", pid), "VmRSS:") }
+
+// MemAvailable is the machine's available memory in bytes (from /proc/meminfo).
+func MemAvailable() (int64, error) { return procKiB("/proc/meminfo", "MemAvailable:") }
+
+// procKiB reads a "Key:   123 kB" line of a /proc file, in bytes.
+func procKiB(path, key string) (int64, error) {
+	raw, err := os.ReadFile(path)
 	if err != nil {
 		return 0, err
 	}
 	for _, line := range strings.Split(string(raw), "\n") {
-		if kb, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+		if kb, ok := strings.CutPrefix(line, key); ok {
 			n, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(kb), "kB")), 10, 64)
 			return n * 1024, err
 		}
 	}
-	return 0, fmt.Errorf("no VmRSS for %s", p.Name)
+	return 0, fmt.Errorf("%s: no %s", path, key)
 }
 
 // Kill ends the program with SIGKILL (a crash: nothing is flushed).

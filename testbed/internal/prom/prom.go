@@ -55,6 +55,9 @@ func Start(t testing.TB, configYAML string, extraArgs ...string) *Server {
 	return &Server{Addr: addr, bin: bin, args: args, proc: p}
 }
 
+// Process is the Prometheus process (for its CPU and memory).
+func (s *Server) Process() *proc.Process { return s.proc }
+
 // Stop stops Prometheus (an outage); its data stays.
 func (s *Server) Stop() { s.proc.Stop(30 * time.Second) }
 
