@@ -27,9 +27,11 @@ func TestPrometheusOutageLosesNoSample(t *testing.T) {
 	p := prom.Start(t, "")
 	startAgent(t, p, "e2e-outage", "dgxh100", "steady-training")
 	series := `hw_energy_joules_total{host_name="e2e-outage",nvidia_gpu_index="0"}`
-	prom.Eventually(t, 60*time.Second, "first samples", func() error {
-		s, err := p.Query(series)
-		if err != nil || len(s) != 1 {
+	// At least 5 samples before the outage: the window checked below starts 3 s before
+	// it, and must not start before the agent's first sample.
+	prom.Eventually(t, 60*time.Second, "samples before the outage", func() error {
+		s, err := p.Query(`count_over_time(` + series + `[1m])`)
+		if err != nil || len(s) != 1 || s[0].Value < 5 {
 			return fmt.Errorf("%v %v", s, err)
 		}
 		return nil
