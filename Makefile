@@ -18,7 +18,7 @@ MDATAGEN  := $(BIN)/mdatagen
 COLLECTOR := distribution/otelcol-gpu
 GO_PKGS   := ./...
 
-.PHONY: run test rules unit fuzz e2e deploy-test build generate lint bench bench-pipelines bench-gateway deps tools check-versions check-generated test-gpu clean
+.PHONY: run test rules unit fuzz e2e deploy-test build generate lint bench bench-go bench-pipelines bench-gateway deps tools check-versions check-generated test-gpu clean
 
 DEMO_DIR := $(CURDIR)/.run
 
@@ -88,8 +88,11 @@ lint:
 	go vet -tags "e2e benchpipelines" ./testbed/...
 	go vet -tags gpu ./receiver/...
 
-## bench: Go benchmarks (figures go into the closing note, not into pass/fail tests)
-bench:
+## bench: every figure of docs/benchmarks.md, in one run (about an hour on 2 cores); figures go into docs and notes, never into pass/fail tests
+bench: bench-go bench-pipelines bench-gateway
+
+## bench-go: Go benchmarks (scrape of 8 GPUs, gpu_enrich over one batch, NVML calls per GPU per scrape)
+bench-go:
 	go test -run '^$$' -bench . -benchmem $(GO_PKGS)
 
 ## bench-pipelines: whole pipelines side by side into real Prometheus (native vs dcgm-exporter exposition via Prometheus agent and via the collector); BENCH_WARMUP and BENCH_WINDOW tune it
