@@ -34,14 +34,35 @@ import (
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/pmetric/pmetricotlp"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/otelcol-gpu/otelcol-gpu/testbed/internal/agentsim"
 	"github.com/otelcol-gpu/otelcol-gpu/testbed/internal/proc"
 	"github.com/otelcol-gpu/otelcol-gpu/testbed/internal/prom"
 )
 
-// gatewayPromoted is configs/gateway.yaml's resource_constant_labels.included.
-var gatewayPromoted = []string{"host.name", "hw.*", "nvidia.*", "process.*", "k8s.*", "container.id"}
+// gatewayPromoted reads the resource attributes configs/gateway.yaml promotes to labels
+// (prometheus_remote_write's resource_constant_labels.included).
+func gatewayPromoted(t *testing.T) []string {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(proc.RepoRoot(), "configs", "gateway.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg struct {
+		Exporters struct {
+			PRW struct {
+				Labels struct {
+					Included []string `yaml:"included"`
+				} `yaml:"resource_constant_labels"`
+			} `yaml:"prometheus_remote_write"`
+		} `yaml:"exporters"`
+	}
+	if err := yaml.Unmarshal(raw, &cfg); err != nil || len(cfg.Exporters.PRW.Labels.Included) == 0 {
+		t.Fatalf("configs/gateway.yaml: no resource_constant_labels.included (%v)", err)
+	}
+	return cfg.Exporters.PRW.Labels.Included
+}
 
 // Guards so that an overloaded run is stopped and reported rather than taking the machine
 // down with it: past a limit the agents stop (the run is marked ABORTED) and the gateway
@@ -82,7 +103,7 @@ func TestGatewayLoad(t *testing.T) {
 	if err != nil {
 		t.Fatalf("payload: %v", err)
 	}
-	series := agentsim.Series(payload, gatewayPromoted)
+	series := agentsim.Series(payload, gatewayPromoted(t))
 	if series != perSend {
 		// Two points of one series in one send: Prometheus would refuse the whole request.
 		t.Fatalf("payload: %d samples but %d distinct series", perSend, series)

@@ -294,20 +294,7 @@ func TestHelmRemoteWriteWAL(t *testing.T) {
 		if o.configMaps[cmName].Data["remote-write-wal.yaml"] != walOverlay {
 			t.Errorf("ConfigMap %s: remote-write-wal.yaml differs from deploy/config-overlays: run deploy/sync-configs.sh", cmName)
 		}
-		if dir := envMap(c)["OTELCOL_GPU_WAL_DIR"].Value; !strings.HasPrefix(dir, "/var/lib/otelcol-gpu/") {
-			t.Errorf("OTELCOL_GPU_WAL_DIR = %q is not on the state volume", dir)
-		}
-		state := false
-		for _, m := range c.VolumeMounts {
-			for _, v := range spec.Volumes {
-				if v.Name == m.Name && v.EmptyDir != nil && m.MountPath == "/var/lib/otelcol-gpu" && !m.ReadOnly {
-					state = true
-				}
-			}
-		}
-		if !state {
-			t.Error("no writable emptyDir at /var/lib/otelcol-gpu for the WAL")
-		}
+		checkWALOnStateVolume(t, spec, c)
 		validatePod(t, o, spec)
 	}
 	wal := map[string]any{"wal": map[string]any{"enabled": true}}

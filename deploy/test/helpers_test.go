@@ -319,3 +319,20 @@ func envMap(c corev1.Container) map[string]corev1.EnvVar {
 	}
 	return m
 }
+
+// checkWALOnStateVolume: the WAL directory the overlay writes to is on a writable emptyDir
+// mounted at /var/lib/otelcol-gpu, the pod's state volume.
+func checkWALOnStateVolume(t testing.TB, spec corev1.PodSpec, c corev1.Container) {
+	t.Helper()
+	if dir := envMap(c)["OTELCOL_GPU_WAL_DIR"].Value; !strings.HasPrefix(dir, "/var/lib/otelcol-gpu/") {
+		t.Errorf("OTELCOL_GPU_WAL_DIR = %q is not on the state volume /var/lib/otelcol-gpu", dir)
+	}
+	for _, m := range c.VolumeMounts {
+		for _, v := range spec.Volumes {
+			if v.Name == m.Name && v.EmptyDir != nil && m.MountPath == "/var/lib/otelcol-gpu" && !m.ReadOnly {
+				return
+			}
+		}
+	}
+	t.Error("no writable emptyDir at /var/lib/otelcol-gpu for the WAL")
+}

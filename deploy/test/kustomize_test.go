@@ -211,20 +211,7 @@ func checkWALComponent(t *testing.T, o *objects, spec corev1.PodSpec) {
 	if cm.Data["remote-write-wal.yaml"] != string(readRepoFile(t, "deploy/config-overlays/remote-write-wal.yaml")) {
 		t.Error("the WAL component's remote-write-wal.yaml differs from deploy/config-overlays: run deploy/sync-configs.sh")
 	}
-	if dir := envMap(c)["OTELCOL_GPU_WAL_DIR"].Value; !strings.HasPrefix(dir, "/var/lib/otelcol-gpu/") {
-		t.Errorf("OTELCOL_GPU_WAL_DIR = %q, want a directory on the state volume /var/lib/otelcol-gpu", dir)
-	}
-	state := false
-	for _, m := range c.VolumeMounts {
-		for _, v := range spec.Volumes {
-			if v.Name == m.Name && v.EmptyDir != nil && m.MountPath == "/var/lib/otelcol-gpu" && !m.ReadOnly {
-				state = true
-			}
-		}
-	}
-	if !state {
-		t.Error("no writable emptyDir at /var/lib/otelcol-gpu for the WAL")
-	}
+	checkWALOnStateVolume(t, spec, c)
 }
 
 func TestKustomizeGatewayMode(t *testing.T) {
