@@ -1,108 +1,169 @@
-// Package dashboards defines otelcol-gpu's Grafana dashboards in Go and renders them to the
-// JSON files committed next to this file (`go run ./dashboards/gen -out dashboards`).
+// Package dashboards defines otelcol-gpu's Grafana dashboards in Go, with Grafana's
+// foundation SDK, and renders them to the JSON files committed next to this file
+// (`make generate`).
 //
 // Every query reads raw metrics of the metric contract (no recording rules), from the
 // Prometheus chosen in the `datasource` variable, and filters on cluster=~"$cluster" so the
-// dashboards work with and without a cluster label. MetricNames lists every metric the
-// queries use, for a contract test.
+// dashboards work with and without a cluster label. Thresholds that alerts also use come
+// from internal/thresholds. MetricNames lists every metric the queries use, for a contract
+// test.
 package dashboards
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
+	"regexp"
+	"slices"
 	"strings"
 
-	"github.com/otelcol-gpu/otelcol-gpu/dashboards/internal/grafana"
-	"github.com/otelcol-gpu/otelcol-gpu/dashboards/promql"
+	"github.com/grafana/grafana-foundation-sdk/go/cog"
+	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
+	"github.com/grafana/grafana-foundation-sdk/go/prometheus"
+
+	"github.com/otelcol-gpu/otelcol-gpu/internal/promql"
 )
+
+// SchemaVersion is the dashboard JSON schema version written. The SDK writes Grafana 12's
+// (42); the model we use is the same in Grafana 10.x and 11.x (39), which still run in
+// many kube-prometheus-stack installations and would refuse nothing, but could not
+// migrate a newer schema down.
+const SchemaVersion = 39
 
 // Dashboard names one generated dashboard.
 type Dashboard struct {
 	File  string // file name, e.g. gpu-fleet-overview.json
 	UID   string
 	Title string
-	build func() *grafana.Dashboard
+	build func() *dashboard.DashboardBuilder
 }
 
 // All returns the dashboards, in a stable order.
 func All() []Dashboard {
 	var out []Dashboard
-	for _, build := range []func() *grafana.Dashboard{fleetOverview, nodeDetail, workloads, mig, alertsHealth} {
-		d := build()
-		out = append(out, Dashboard{File: d.UID + ".json", UID: d.UID, Title: d.Title, build: build})
+	for _, build := range []func() *dashboard.DashboardBuilder{fleetOverview, nodeDetail, workloads, mig, alertsHealth} {
+		d, err := build().Build()
+		if err != nil {
+			panic(fmt.Sprintf("dashboards: %v", err)) // a programming error: the tests build every dashboard
+		}
+		out = append(out, Dashboard{File: *d.Uid + ".json", UID: *d.Uid, Title: *d.Title, build: build})
 	}
 	return out
 }
 
-// JSON renders the dashboard.
-func (d Dashboard) JSON() ([]byte, error) { return d.build().JSON() }
+// Model builds the dashboard: SDK model, schema version pinned, panels numbered.
+func (d Dashboard) Model() (dashboard.Dashboard, error) {
+	m, err := d.build().Build()
+	if err != nil {
+		return m, fmt.Errorf("%s: %w", d.File, err)
+	}
+	m.SchemaVersion = SchemaVersion
+	// The SDK places links in Grafana 12's controls menu; ours stay next to the variables,
+	// where every Grafana shows them.
+	for i := range m.Links {
+		m.Links[i].Placement = nil
+	}
+	number(&m)
+	return m, nil
+}
 
-// Queries returns the dashboard's PromQL: every panel query (rows' panels included), then
-// every query variable's query as PromQL (label_values(expr, label) gives expr).
-func (d Dashboard) Queries() []string {
-	b := d.build()
-	var out []string
-	var walk func(ps []*grafana.Panel)
-	walk = func(ps []*grafana.Panel) {
-		for _, p := range ps {
-			for _, t := range p.Targets {
-				out = append(out, t.Expr)
-			}
-			walk(p.Panels)
+// number gives every row and panel an id, in order (a collapsed row's panels follow it):
+// links to a panel (viewPanel=N) stay valid from one generation to the next.
+func number(m *dashboard.Dashboard) {
+	id := uint32(0)
+	next := func() uint32 { id++; return id }
+	for _, p := range m.Panels {
+		if p.Panel != nil {
+			p.Panel.Id = ptr(next())
+			continue
+		}
+		p.RowPanel.Id = next()
+		for i := range p.RowPanel.Panels {
+			p.RowPanel.Panels[i].Id = ptr(next())
 		}
 	}
-	walk(b.Panels())
-	for _, v := range b.Variables {
-		if v.Type == "query" {
-			if expr, ok := VariableExpr(v.Query); ok {
+}
+
+// JSON renders the dashboard: indented, keys sorted, no HTML escaping, a final newline. The
+// same dashboard always renders to the same bytes.
+func (d Dashboard) JSON() ([]byte, error) {
+	m, err := d.Model()
+	if err != nil {
+		return nil, err
+	}
+	raw, err := json.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	// Decode and encode again so that every object's keys are sorted.
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var generic any
+	if err := dec.Decode(&generic); err != nil {
+		return nil, err
+	}
+	var out bytes.Buffer
+	enc := json.NewEncoder(&out)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(generic); err != nil {
+		return nil, err
+	}
+	return out.Bytes(), nil
+}
+
+// Queries returns the dashboard's PromQL: every panel query (collapsed rows' panels
+// included), then every query variable's query as PromQL (label_values(expr, label) gives
+// expr).
+func (d Dashboard) Queries() ([]string, error) {
+	m, err := d.Model()
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, p := range m.Panels {
+		panels := []dashboard.Panel{}
+		if p.Panel != nil {
+			panels = append(panels, *p.Panel)
+		} else {
+			panels = append(panels, p.RowPanel.Panels...)
+		}
+		for _, panel := range panels {
+			for _, t := range panel.Targets {
+				q, ok := t.(prometheus.Dataquery)
+				if !ok {
+					return nil, fmt.Errorf("%s: panel %q: a query that is not Prometheus's", d.File, *panel.Title)
+				}
+				out = append(out, q.Expr)
+			}
+		}
+	}
+	for _, v := range m.Templating.List {
+		if v.Type == dashboard.VariableTypeQuery {
+			if expr, ok := VariableExpr(*v.Query.String); ok {
 				out = append(out, expr)
 			}
 		}
 	}
-	return out
+	return out, nil
 }
+
+// labelValues is a Prometheus template variable query label_values(expr, label); the
+// label is an identifier, so the expr is everything before the last comma.
+var labelValues = regexp.MustCompile(`^label_values\((.+),\s*[a-zA-Z_][a-zA-Z0-9_]*\s*\)$`)
 
 // VariableExpr returns the PromQL inside a Prometheus template variable query:
 // label_values(expr, label) and query_result(expr) give expr; label_values(label),
 // label_names() and metrics(regex) have none.
 func VariableExpr(q string) (string, bool) {
 	q = strings.TrimSpace(q)
-	for _, fn := range []string{"label_values(", "query_result("} {
-		if !strings.HasPrefix(q, fn) || !strings.HasSuffix(q, ")") {
-			continue
-		}
-		inner := q[len(fn) : len(q)-1]
-		if fn == "query_result(" {
-			return inner, true
-		}
-		// The label is after the last top-level comma; without one there is no expr.
-		depth, cut := 0, -1
-		inString := byte(0)
-		for i := 0; i < len(inner); i++ {
-			c := inner[i]
-			switch {
-			case inString != 0:
-				if c == '\\' {
-					i++
-				} else if c == inString {
-					inString = 0
-				}
-			case c == '"' || c == '\'' || c == '`':
-				inString = c
-			case c == '(' || c == '{' || c == '[':
-				depth++
-			case c == ')' || c == '}' || c == ']':
-				depth--
-			case c == ',' && depth == 0:
-				cut = i
-			}
-		}
-		if cut < 0 {
-			return "", false
-		}
-		return strings.TrimSpace(inner[:cut]), true
+	if m := labelValues.FindStringSubmatch(q); m != nil {
+		return strings.TrimSpace(m[1]), true
+	}
+	if strings.HasPrefix(q, "query_result(") && strings.HasSuffix(q, ")") {
+		return q[len("query_result(") : len(q)-1], true
 	}
 	return "", false
 }
@@ -113,7 +174,7 @@ func Render() (map[string][]byte, error) {
 	for _, d := range All() {
 		data, err := d.JSON()
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", d.File, err)
+			return nil, err
 		}
 		out[d.File] = data
 	}
@@ -126,8 +187,8 @@ func Write(dir string) error {
 	if err != nil {
 		return err
 	}
-	for _, name := range sortedKeys(files) {
-		if err := os.WriteFile(filepath.Join(dir, name), files[name], 0o644); err != nil {
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
 			return err
 		}
 	}
@@ -138,26 +199,37 @@ func Write(dir string) error {
 // variables) select, sorted and distinct. Besides the metric contract's names these are
 // ALERTS (Prometheus's alert series) and cAdvisor's container_cpu_usage_seconds_total.
 func MetricNames() ([]string, error) {
-	seen := map[string]bool{}
+	var all []string
 	for _, d := range All() {
-		for _, q := range d.Queries() {
+		qs, err := d.Queries()
+		if err != nil {
+			return nil, err
+		}
+		for _, q := range qs {
 			names, err := promql.MetricNames(q)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", d.File, err)
 			}
-			for _, n := range names {
-				seen[n] = true
-			}
+			all = append(all, names...)
 		}
 	}
-	return sortedKeys(seen), nil
+	slices.Sort(all)
+	return slices.Compact(all), nil
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
+// add places panels of width w and height h after the previous ones, on the dashboard or
+// in a collapsed row; the SDK lays them out left to right and top to bottom.
+func add[B interface {
+	WithPanel(cog.Builder[dashboard.Panel]) B
+	RecordError(string, error) B
+}](b B, w, h uint32, panels ...cog.Builder[dashboard.Panel]) {
+	for _, p := range panels {
+		panel, err := p.Build()
+		if err != nil {
+			b.RecordError("panel", err)
+			continue
+		}
+		panel.GridPos = &dashboard.GridPos{W: w, H: h}
+		b.WithPanel(built[dashboard.Panel]{panel})
 	}
-	sort.Strings(keys)
-	return keys
 }

@@ -8,15 +8,15 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/otelcol-gpu/otelcol-gpu/dashboards"
-	"github.com/otelcol-gpu/otelcol-gpu/dashboards/promql"
 	"go.opentelemetry.io/collector/receiver/receivertest"
+
+	"github.com/otelcol-gpu/otelcol-gpu/dashboards"
+	"github.com/otelcol-gpu/otelcol-gpu/internal/promql"
 
 	"github.com/otelcol-gpu/otelcol-gpu/internal/fakekubelet"
 	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpureceiver"
@@ -44,29 +44,6 @@ var emptyBecause = map[string]string{
 	"nvidia_gpu_fan_speed_ratio":              "the simulated boards are fanless SXM modules",
 	"nvidia_gpu_memory_retired_pages_total":   "Ampere and newer remap rows instead of retiring pages",
 	"nvidia_gpu_memory_retired_pages_pending": "Ampere and newer remap rows instead of retiring pages",
-}
-
-var grafanaVars = regexp.MustCompile(`\$\{?(__rate_interval|__interval_ms|__interval|__range_ms|__range_s|__range|[a-z_]+)\}?`)
-
-// substitute sets Grafana's variables as a dashboard opened on "All" over 5 minutes would.
-func substitute(q string) string {
-	return grafanaVars.ReplaceAllStringFunc(q, func(m string) string {
-		switch strings.Trim(m, "${}") {
-		case "__rate_interval":
-			return "1m"
-		case "__interval":
-			return "15s"
-		case "__interval_ms":
-			return "15000"
-		case "__range":
-			return "5m"
-		case "__range_s":
-			return "300"
-		case "__range_ms":
-			return "300000"
-		}
-		return ".*"
-	})
 }
 
 // migNode: a kubelet that offers GPU 1's seven 1g MIG slices and has handed two to a
@@ -140,8 +117,12 @@ scrape_configs:
 	time.Sleep(30 * time.Second) // windows fill, rates have two points, alerts fire
 	for _, d := range dashboards.All() {
 		t.Run(d.File, func(t *testing.T) {
-			for _, q := range d.Queries() {
-				expr := substitute(q)
+			queries, err := d.Queries()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, q := range queries {
+				expr := promql.OnAll(q)
 				prom.Eventually(t, 60*time.Second, expr, func() error {
 					s, err := p.Query(expr)
 					if err != nil {

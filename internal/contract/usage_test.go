@@ -11,7 +11,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/otelcol-gpu/otelcol-gpu/dashboards"
-	"github.com/otelcol-gpu/otelcol-gpu/dashboards/promql"
+	"github.com/otelcol-gpu/otelcol-gpu/internal/promql"
 )
 
 const root = "../.."
