@@ -19,6 +19,9 @@ import (
 type gpuDevice struct {
 	handle nvml.Device // nil while the GPU is lost and could not be found again
 	index  int
+	// minor is the device node's minor number (/dev/nvidia<minor>), -1 where NVML cannot
+	// tell (e.g. on Windows).
+	minor  int
 	uuid   string
 	model  string
 	busID  string
@@ -111,6 +114,7 @@ func (s *gpuScraper) identify(lib nvml.Interface, i int, driver string) (*gpuDev
 	d := &gpuDevice{
 		handle:       h,
 		index:        i,
+		minor:        -1,
 		uuid:         uuid,
 		driver:       driver,
 		lastSampleTS: map[nvml.SamplingType]uint64{},
@@ -123,6 +127,9 @@ func (s *gpuScraper) identify(lib nvml.Interface, i int, driver string) (*gpuDev
 	}
 	if pci, ret := h.GetPciInfo(); ret == nvml.SUCCESS {
 		d.busID = cString(pci.BusId[:])
+	}
+	if minor, ret := h.GetMinorNumber(); ret == nvml.SUCCESS {
+		d.minor = minor
 	}
 	rb := s.identityBuilder(d)
 	d.resource = rb.Emit()
@@ -142,6 +149,9 @@ func (s *gpuScraper) identityBuilder(d *gpuDevice) *metadata.ResourceBuilder {
 	rb.SetHwModel(d.model)
 	rb.SetHwDriverVersion(d.driver)
 	rb.SetNvidiaGpuIndex(int64(d.index))
+	if d.minor >= 0 {
+		rb.SetNvidiaGpuMinorNumber(int64(d.minor))
+	}
 	rb.SetNvidiaGpuPciBusID(d.busID)
 	return rb
 }

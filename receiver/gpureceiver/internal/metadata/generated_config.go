@@ -1619,6 +1619,7 @@ type ResourceAttributesConfig struct {
 	HwType                     ResourceAttributeConfig `mapstructure:"hw.type"`
 	HwVendor                   ResourceAttributeConfig `mapstructure:"hw.vendor"`
 	NvidiaGpuIndex             ResourceAttributeConfig `mapstructure:"nvidia.gpu.index"`
+	NvidiaGpuMinorNumber       ResourceAttributeConfig `mapstructure:"nvidia.gpu.minor_number"`
 	NvidiaGpuPciBusID          ResourceAttributeConfig `mapstructure:"nvidia.gpu.pci_bus_id"`
 	NvidiaGpuProcessType       ResourceAttributeConfig `mapstructure:"nvidia.gpu.process.type"`
 	NvidiaMigComputeInstanceID ResourceAttributeConfig `mapstructure:"nvidia.mig.compute_instance_id"`
@@ -1653,6 +1654,9 @@ func DefaultResourceAttributesConfig() ResourceAttributesConfig {
 			Enabled: true,
 		},
 		NvidiaGpuIndex: ResourceAttributeConfig{
+			Enabled: true,
+		},
+		NvidiaGpuMinorNumber: ResourceAttributeConfig{
 			Enabled: true,
 		},
 		NvidiaGpuPciBusID: ResourceAttributeConfig{

@@ -3740,6 +3740,12 @@ func NewMetricsBuilder(mbc MetricsBuilderConfig, settings receiver.Settings, opt
 	if mbc.ResourceAttributes.NvidiaGpuIndex.MetricsExclude != nil {
 		mb.resourceAttributeExcludeFilter["nvidia.gpu.index"] = filter.CreateFilter(mbc.ResourceAttributes.NvidiaGpuIndex.MetricsExclude)
 	}
+	if mbc.ResourceAttributes.NvidiaGpuMinorNumber.MetricsInclude != nil {
+		mb.resourceAttributeIncludeFilter["nvidia.gpu.minor_number"] = filter.CreateFilter(mbc.ResourceAttributes.NvidiaGpuMinorNumber.MetricsInclude)
+	}
+	if mbc.ResourceAttributes.NvidiaGpuMinorNumber.MetricsExclude != nil {
+		mb.resourceAttributeExcludeFilter["nvidia.gpu.minor_number"] = filter.CreateFilter(mbc.ResourceAttributes.NvidiaGpuMinorNumber.MetricsExclude)
+	}
 	if mbc.ResourceAttributes.NvidiaGpuPciBusID.MetricsInclude != nil {
 		mb.resourceAttributeIncludeFilter["nvidia.gpu.pci_bus_id"] = filter.CreateFilter(mbc.ResourceAttributes.NvidiaGpuPciBusID.MetricsInclude)
 	}

@@ -77,6 +77,13 @@ func (rb *ResourceBuilder) SetNvidiaGpuIndex(val int64) {
 	}
 }
 
+// SetNvidiaGpuMinorNumber sets provided value as "nvidia.gpu.minor_number" attribute.
+func (rb *ResourceBuilder) SetNvidiaGpuMinorNumber(val int64) {
+	if rb.config.NvidiaGpuMinorNumber.Enabled {
+		rb.res.Attributes().PutInt("nvidia.gpu.minor_number", val)
+	}
+}
+
 // SetNvidiaGpuPciBusID sets provided value as "nvidia.gpu.pci_bus_id" attribute.
 func (rb *ResourceBuilder) SetNvidiaGpuPciBusID(val string) {
 	if rb.config.NvidiaGpuPciBusID.Enabled {

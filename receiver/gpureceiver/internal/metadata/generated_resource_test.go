@@ -21,6 +21,7 @@ func TestResourceBuilder(t *testing.T) {
 			rb.SetHwType("hw.type-val")
 			rb.SetHwVendor("hw.vendor-val")
 			rb.SetNvidiaGpuIndex(16)
+			rb.SetNvidiaGpuMinorNumber(23)
 			rb.SetNvidiaGpuPciBusID("nvidia.gpu.pci_bus_id-val")
 			rb.SetNvidiaGpuProcessType("nvidia.gpu.process.type-val")
 			rb.SetNvidiaMigComputeInstanceID(30)
@@ -35,9 +36,9 @@ func TestResourceBuilder(t *testing.T) {
 
 			switch tt {
 			case "default":
-				assert.Equal(t, 16, res.Attributes().Len())
+				assert.Equal(t, 17, res.Attributes().Len())
 			case "all_set":
-				assert.Equal(t, 16, res.Attributes().Len())
+				assert.Equal(t, 17, res.Attributes().Len())
 			case "none_set":
 				assert.Equal(t, 0, res.Attributes().Len())
 				return
@@ -83,6 +84,11 @@ func TestResourceBuilder(t *testing.T) {
 			assert.True(t, ok)
 			if ok {
 				assert.EqualValues(t, 16, nvidiaGpuIndexAttrVal.Int())
+			}
+			nvidiaGpuMinorNumberAttrVal, ok := res.Attributes().Get("nvidia.gpu.minor_number")
+			assert.True(t, ok)
+			if ok {
+				assert.EqualValues(t, 23, nvidiaGpuMinorNumberAttrVal.Int())
 			}
 			nvidiaGpuPciBusIDAttrVal, ok := res.Attributes().Get("nvidia.gpu.pci_bus_id")
 			assert.True(t, ok)

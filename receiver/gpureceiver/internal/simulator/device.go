@@ -101,12 +101,13 @@ func (d *Device) GetIndex() (int, nvml.Return) {
 	return d.index, nvml.SUCCESS
 }
 
-// GetMinorNumber returns the /dev/nvidiaN minor number.
+// GetMinorNumber returns the /dev/nvidiaN minor number, which differs from the index on
+// some systems (see system.minors).
 func (d *Device) GetMinorNumber() (int, nvml.Return) {
 	if r := d.ret("DeviceGetMinorNumber"); r != nvml.SUCCESS {
 		return 0, r
 	}
-	return d.index, nvml.SUCCESS
+	return d.sim.machine.sys.minor(d.index), nvml.SUCCESS
 }
 
 // GetPciInfo returns the PCI location, with the bus id string the mock server leaves empty.

@@ -77,6 +77,29 @@ func TestUUIDsAndBusIDsAreDistinct(t *testing.T) {
 	assert.Len(t, buses, 8)
 }
 
+// TestMinorNumbersArePermutationsThatDifferFromIndexesOnSomeSystems: consumers that map
+// device-node names (nvidia<minor>, gpu-<minor>) must be able to tell minor from index.
+func TestMinorNumbersArePermutationsThatDifferFromIndexesOnSomeSystems(t *testing.T) {
+	differs := map[string]bool{}
+	for _, system := range Systems() {
+		s, _ := newTestSim(t, system, "idle", 1)
+		seen := map[int]bool{}
+		for i := range 8 {
+			d, _ := s.DeviceGetHandleByIndex(i)
+			minor, ret := d.GetMinorNumber()
+			require.Equal(t, nvml.SUCCESS, ret)
+			assert.False(t, seen[minor], "%s: minor %d twice", system, minor)
+			assert.True(t, minor >= 0 && minor < 8)
+			seen[minor] = true
+			if minor != i {
+				differs[system] = true
+			}
+		}
+	}
+	assert.True(t, differs["dgxh100"], "the demo's system numbers its device nodes apart from NVML's order")
+	assert.False(t, differs["dgxa100"], "and some system keeps them equal, as many hosts do")
+}
+
 func TestEnergyOnlyGrowsAndMatchesPower(t *testing.T) {
 	s, clock := newTestSim(t, "dgxb200", "steady-training", 3)
 	d, _ := s.DeviceGetHandleByIndex(0)

@@ -23,6 +23,10 @@ type system struct {
 	memClock    uint32 // MHz
 	// PCI bus numbers of the eight SXM GPUs on this kind of board.
 	busNumbers [8]uint32
+	// minors are the device-node minor numbers (/dev/nvidia<N>) by NVML index. NVML orders
+	// GPUs by PCI bus id, the driver numbers device nodes in the order it probed them, so
+	// the two often differ; nil means they agree.
+	minors []int
 }
 
 var dgxBusNumbers = [8]uint32{0x18, 0x2a, 0x3a, 0x5d, 0x9a, 0xab, 0xba, 0xdb}
@@ -30,9 +34,11 @@ var dgxBusNumbers = [8]uint32{0x18, 0x2a, 0x3a, 0x5d, 0x9a, 0xab, 0xba, 0xdb}
 var systems = map[string]system{
 	"dgxa100": {newServer: dgxa100.New, powerLimitW: 400, idlePowerW: 55, smClockMax: 1410, smClockIdle: 210, memClock: 1215,
 		busNumbers: [8]uint32{0x07, 0x0f, 0x47, 0x4e, 0x87, 0x90, 0xb7, 0xbd}},
-	"dgxh100": {newServer: dgxh100.New, powerLimitW: 700, idlePowerW: 70, smClockMax: 1980, smClockIdle: 345, memClock: 2619, busNumbers: dgxBusNumbers},
+	"dgxh100": {newServer: dgxh100.New, powerLimitW: 700, idlePowerW: 70, smClockMax: 1980, smClockIdle: 345, memClock: 2619, busNumbers: dgxBusNumbers,
+		minors: []int{2, 3, 0, 1, 6, 7, 4, 5}},
 	"dgxh200": {newServer: dgxh200.New, powerLimitW: 700, idlePowerW: 75, smClockMax: 1980, smClockIdle: 345, memClock: 3201, busNumbers: dgxBusNumbers},
-	"dgxb200": {newServer: dgxb200.New, powerLimitW: 1000, idlePowerW: 120, smClockMax: 1965, smClockIdle: 360, memClock: 3996, busNumbers: dgxBusNumbers},
+	"dgxb200": {newServer: dgxb200.New, powerLimitW: 1000, idlePowerW: 120, smClockMax: 1965, smClockIdle: 360, memClock: 3996, busNumbers: dgxBusNumbers,
+		minors: []int{4, 5, 6, 7, 0, 1, 2, 3}},
 }
 
 // Systems lists the simulated systems by name.
@@ -43,6 +49,14 @@ func Systems() []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// minor is the device-node minor number of GPU `index`.
+func (s system) minor(index int) int {
+	if index < len(s.minors) {
+		return s.minors[index]
+	}
+	return index
 }
 
 func lookupSystem(name string) (system, error) {
