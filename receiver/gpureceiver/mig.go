@@ -6,7 +6,6 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
-	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpureceiver/internal/gpm"
 	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpureceiver/internal/metadata"
 )
 
@@ -127,7 +126,7 @@ func (s *gpuScraper) recordProfiling(r *deviceRead) {
 	if r.gone || !r.dev.static.gpmSupported || (!m.NvidiaGpuProfilingActivity.Enabled && !m.NvidiaGpuProfilingBandwidth.Enabled) {
 		return
 	}
-	v, ok, ret := s.gpm.Read(r.dev.handle, gpm.NoMIG)
+	v, ok, ret := s.gpm.Read(r.dev.handle, gpmNoMIG)
 	if !r.ok("nvmlGpmSampleGet", ret) || !ok {
 		return
 	}
@@ -137,31 +136,31 @@ func (s *gpuScraper) recordProfiling(r *deviceRead) {
 		link  metadata.AttributeNvidiaGpuInterconnect
 		dir   metadata.AttributeNetworkIoDirection
 	}{
-		{v.PCIeTx, metadata.AttributeNvidiaGpuInterconnectPcie, metadata.AttributeNetworkIoDirectionTransmit},
-		{v.PCIeRx, metadata.AttributeNvidiaGpuInterconnectPcie, metadata.AttributeNetworkIoDirectionReceive},
-		{v.NVLinkTx, metadata.AttributeNvidiaGpuInterconnectNvlink, metadata.AttributeNetworkIoDirectionTransmit},
-		{v.NVLinkRx, metadata.AttributeNvidiaGpuInterconnectNvlink, metadata.AttributeNetworkIoDirectionReceive},
+		{v.pcieTx, metadata.AttributeNvidiaGpuInterconnectPcie, metadata.AttributeNetworkIoDirectionTransmit},
+		{v.pcieRx, metadata.AttributeNvidiaGpuInterconnectPcie, metadata.AttributeNetworkIoDirectionReceive},
+		{v.nvlinkTx, metadata.AttributeNvidiaGpuInterconnectNvlink, metadata.AttributeNetworkIoDirectionTransmit},
+		{v.nvlinkRx, metadata.AttributeNvidiaGpuInterconnectNvlink, metadata.AttributeNetworkIoDirectionReceive},
 	} {
 		r.mb.RecordNvidiaGpuProfilingBandwidthDataPoint(r.now, b.value, b.link, b.dir)
 	}
 }
 
-var activityAttrs = [gpm.NumActivities]metadata.AttributeNvidiaGpuProfilingMetric{
-	gpm.GraphicsActive: metadata.AttributeNvidiaGpuProfilingMetricGraphicsActive,
-	gpm.SMActive:       metadata.AttributeNvidiaGpuProfilingMetricSmActive,
-	gpm.SMOccupancy:    metadata.AttributeNvidiaGpuProfilingMetricSmOccupancy,
-	gpm.TensorActive:   metadata.AttributeNvidiaGpuProfilingMetricTensorActive,
-	gpm.DRAMActive:     metadata.AttributeNvidiaGpuProfilingMetricDramActive,
-	gpm.FP64Active:     metadata.AttributeNvidiaGpuProfilingMetricFp64Active,
-	gpm.FP32Active:     metadata.AttributeNvidiaGpuProfilingMetricFp32Active,
-	gpm.FP16Active:     metadata.AttributeNvidiaGpuProfilingMetricFp16Active,
+var activityAttrs = [gpmNumActivities]metadata.AttributeNvidiaGpuProfilingMetric{
+	gpmGraphicsActive: metadata.AttributeNvidiaGpuProfilingMetricGraphicsActive,
+	gpmSMActive:       metadata.AttributeNvidiaGpuProfilingMetricSmActive,
+	gpmSMOccupancy:    metadata.AttributeNvidiaGpuProfilingMetricSmOccupancy,
+	gpmTensorActive:   metadata.AttributeNvidiaGpuProfilingMetricTensorActive,
+	gpmDRAMActive:     metadata.AttributeNvidiaGpuProfilingMetricDramActive,
+	gpmFP64Active:     metadata.AttributeNvidiaGpuProfilingMetricFp64Active,
+	gpmFP32Active:     metadata.AttributeNvidiaGpuProfilingMetricFp32Active,
+	gpmFP16Active:     metadata.AttributeNvidiaGpuProfilingMetricFp16Active,
 }
 
-func (r *deviceRead) recordActivity(v gpm.Values) {
+func (r *deviceRead) recordActivity(v gpmValues) {
 	if !r.metrics().NvidiaGpuProfilingActivity.Enabled {
 		return
 	}
 	for i, attr := range activityAttrs {
-		r.mb.RecordNvidiaGpuProfilingActivityDataPoint(r.now, v.Activity[i], attr)
+		r.mb.RecordNvidiaGpuProfilingActivityDataPoint(r.now, v.activity[i], attr)
 	}
 }

@@ -15,7 +15,6 @@ import (
 	"go.opentelemetry.io/collector/scraper/scrapererror"
 	"go.uber.org/zap"
 
-	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpureceiver/internal/gpm"
 	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpureceiver/internal/metadata"
 	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpureceiver/internal/nvmlclient"
 )
@@ -24,11 +23,6 @@ import (
 // again (handles are not revalidated by the driver), and the least time between two
 // re-initialisations.
 const rediscoverAfter = time.Minute
-
-// gpmSource is implemented by libraries that bring their own GPM reader (the simulator).
-type gpmSource interface {
-	GPM() gpm.Reader
-}
 
 // gpuScraper reads every GPU once per collection interval.
 type gpuScraper struct {
@@ -43,7 +37,7 @@ type gpuScraper struct {
 	hostResource pcommon.Resource
 	devices      []*gpuDevice
 	xids         *xidWatcher
-	gpm          gpm.Reader
+	gpm          *nvmlGPM
 	lastReinit   time.Time
 	// procNames caches process names by PID; procSeen marks the PIDs of this scrape.
 	procNames map[uint32]string
@@ -64,17 +58,10 @@ func newGPUScraper(cfg *Config, set receiver.Settings, lib nvml.Interface, now f
 			Max:     cfg.NVML.InitRetry.MaxInterval,
 		}),
 		mb:        metadata.NewMetricsBuilder(cfg.MetricsBuilderConfig, set, metadata.WithStartTime(pcommon.NewTimestampFromTime(now()))),
-		gpm:       gpmFor(lib),
+		gpm:       newNVMLGPM(lib),
 		procNames: map[uint32]string{},
 		procSeen:  map[uint32]bool{},
 	}
-}
-
-func gpmFor(lib nvml.Interface) gpm.Reader {
-	if src, ok := lib.(gpmSource); ok {
-		return src.GPM()
-	}
-	return newNVMLGPM(lib)
 }
 
 // gpmUsable reports whether the driver has the GPM entry points.

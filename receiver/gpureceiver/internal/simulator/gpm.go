@@ -2,72 +2,189 @@ package simulator
 
 import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
-
-	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpureceiver/internal/gpm"
 )
 
-// GPM returns the simulator's GPM reader: Hopper and newer systems support it, A100
-// does not (as on real hardware).
-func (s *Simulator) GPM() gpm.Reader { return &gpmReader{sim: s} }
+// GPM (GPU Performance Monitoring, Hopper and newer) as NVML offers it: the caller
+// allocates samples, takes one per interval end (of a whole GPU or of one MIG GPU
+// instance), and asks for metrics between two samples. A100s do not support it, as on
+// real hardware.
 
-type gpmReader struct {
-	sim  *Simulator
-	seen map[string]bool
+// nvdecEngines is the number of NVDEC engines per GPU (the DGX GPUs have no NVENC).
+var nvdecEngines = map[string]int{"dgxa100": 5, "dgxh100": 7, "dgxh200": 7, "dgxb200": 7}
+
+// gpmSample is a simulated nvmlGpmSample: which GPU (or GPU instance) it was taken of,
+// and when.
+type gpmSample struct {
+	sim         *Simulator
+	dev         *Device
+	gpuInstance int // -1 for the whole GPU
+	t           float64
+	taken       bool
 }
 
-func (g *gpmReader) Supported(dev nvml.Device) bool {
-	g.sim.count("GpmQueryDeviceSupport")
-	return g.sim.system != "dgxa100"
+var _ nvml.GpmSample = (*gpmSample)(nil)
+
+// Free releases the sample.
+func (g *gpmSample) Free() nvml.Return {
+	g.sim.count("GpmSampleFree")
+	g.taken = false
+	return nvml.SUCCESS
 }
 
-func (g *gpmReader) Read(dev nvml.Device, gpuInstance int) (gpm.Values, bool, nvml.Return) {
-	g.sim.count("GpmSampleGet")
+// Get takes a sample of a whole GPU.
+func (g *gpmSample) Get(dev nvml.Device) nvml.Return {
 	d, ok := dev.(*Device)
 	if !ok {
-		return gpm.Values{}, false, nvml.ERROR_INVALID_ARGUMENT
+		return nvml.ERROR_INVALID_ARGUMENT
 	}
-	_, r, ret := d.read("GpmMetricsGet")
+	return d.GpmSampleGet(g)
+}
+
+// MigGet takes a sample of one GPU instance of a MIG-enabled GPU.
+func (g *gpmSample) MigGet(dev nvml.Device, gpuInstance int) nvml.Return {
+	d, ok := dev.(*Device)
+	if !ok {
+		return nvml.ERROR_INVALID_ARGUMENT
+	}
+	return d.GpmMigSampleGet(gpuInstance, g)
+}
+
+func (d *Device) gpmSupported() bool { return d.sim.system != "dgxa100" }
+
+// GpmQueryDeviceSupport reports GPM support: Hopper and newer.
+func (d *Device) GpmQueryDeviceSupport() (nvml.GpmSupport, nvml.Return) {
+	if ret := d.ret("GpmQueryDeviceSupport"); ret != nvml.SUCCESS {
+		return nvml.GpmSupport{}, ret
+	}
+	s := nvml.GpmSupport{Version: nvml.GPM_SUPPORT_VERSION}
+	if d.gpmSupported() {
+		s.IsSupportedDevice = 1
+	}
+	return s, nvml.SUCCESS
+}
+
+// GpmSampleGet samples the whole GPU.
+func (d *Device) GpmSampleGet(sample nvml.GpmSample) nvml.Return {
+	return d.takeGpmSample("GpmSampleGet", sample, -1)
+}
+
+// GpmMigSampleGet samples one GPU instance; the id must be one of the GPU's.
+func (d *Device) GpmMigSampleGet(gpuInstance int, sample nvml.GpmSample) nvml.Return {
+	return d.takeGpmSample("GpmMigSampleGet", sample, gpuInstance)
+}
+
+func (d *Device) takeGpmSample(call string, sample nvml.GpmSample, gpuInstance int) nvml.Return {
+	t, _, ret := d.read(call)
 	if ret != nvml.SUCCESS {
-		return gpm.Values{}, false, ret
+		return ret
 	}
-	key := d.uuid
-	if gpuInstance != gpm.NoMIG {
-		key += "/" + string(rune('0'+gpuInstance))
+	g, ok := sample.(*gpmSample)
+	if !ok {
+		return nvml.ERROR_INVALID_ARGUMENT
 	}
-	if g.seen == nil {
-		g.seen = map[string]bool{}
+	if !d.gpmSupported() {
+		return nvml.ERROR_NOT_SUPPORTED
 	}
-	if !g.seen[key] {
-		g.seen[key] = true
-		return gpm.Values{}, false, nvml.SUCCESS
+	if gpuInstance >= 0 && d.migByGpuInstance(gpuInstance) == nil {
+		return nvml.ERROR_NOT_FOUND
 	}
-	var v gpm.Values
-	copy(v.Activity[:], r.gpm[:])
-	if gpuInstance != gpm.NoMIG {
-		// Each MIG instance is busy in proportion to its slot, so instances differ.
-		scale := 0.5 + 0.1*float64(gpuInstance%5)
-		for i := range v.Activity {
-			v.Activity[i] *= scale
+	g.dev, g.gpuInstance, g.t, g.taken = d, gpuInstance, t, true
+	return nvml.SUCCESS
+}
+
+func (d *Device) migByGpuInstance(id int) *MigDevice {
+	for _, m := range d.migs {
+		if int(m.giID) == id {
+			return m
 		}
-		return v, true, nvml.SUCCESS
+	}
+	return nil
+}
+
+// GpmSampleAlloc allocates a sample.
+func (s *Simulator) GpmSampleAlloc() (nvml.GpmSample, nvml.Return) {
+	s.count("GpmSampleAlloc")
+	return &gpmSample{sim: s}, nvml.SUCCESS
+}
+
+// GpmSampleFree releases a sample.
+func (s *Simulator) GpmSampleFree(sample nvml.GpmSample) nvml.Return { return sample.Free() }
+
+// GpmSampleGet samples a whole GPU.
+func (s *Simulator) GpmSampleGet(dev nvml.Device, sample nvml.GpmSample) nvml.Return {
+	return sample.Get(dev)
+}
+
+// GpmMigSampleGet samples one GPU instance.
+func (s *Simulator) GpmMigSampleGet(dev nvml.Device, gpuInstance int, sample nvml.GpmSample) nvml.Return {
+	return sample.MigGet(dev, gpuInstance)
+}
+
+// GpmQueryDeviceSupport reports GPM support of a GPU.
+func (s *Simulator) GpmQueryDeviceSupport(dev nvml.Device) (nvml.GpmSupport, nvml.Return) {
+	return dev.GpmQueryDeviceSupport()
+}
+
+// gpmActivities are the activity metrics, in reading.gpm order.
+var gpmActivities = []nvml.GpmMetricId{
+	nvml.GPM_METRIC_GRAPHICS_UTIL, nvml.GPM_METRIC_SM_UTIL, nvml.GPM_METRIC_SM_OCCUPANCY, nvml.GPM_METRIC_ANY_TENSOR_UTIL,
+	nvml.GPM_METRIC_DRAM_BW_UTIL, nvml.GPM_METRIC_FP64_UTIL, nvml.GPM_METRIC_FP32_UTIL, nvml.GPM_METRIC_FP16_UTIL,
+}
+
+// GpmMetricsGet computes the requested metrics over the interval between two samples of
+// the same target, from the scenario's reading at the later one. Utilizations are
+// percentages, bandwidths MiB/s, as NVML reports them; a metric the target lacks (NVENC
+// on these GPUs, NVDEC engines beyond the GPU's, bandwidth of a MIG instance) comes back
+// with its own ERROR_NOT_SUPPORTED.
+func (s *Simulator) GpmMetricsGet(req *nvml.GpmMetricsGetType) nvml.Return {
+	s.count("GpmMetricsGet")
+	a, okA := req.Sample1.(*gpmSample)
+	b, okB := req.Sample2.(*gpmSample)
+	if !okA || !okB || !a.taken || !b.taken || a.dev != b.dev || a.gpuInstance != b.gpuInstance || int(req.NumMetrics) > len(req.Metrics) {
+		return nvml.ERROR_INVALID_ARGUMENT
+	}
+	d := b.dev
+	if d.lost.Load() {
+		return nvml.ERROR_GPU_IS_LOST
+	}
+	r := s.scenario(s.machine, d.index, b.t)
+	if r.lost {
+		return nvml.ERROR_GPU_IS_LOST
+	}
+	// Each MIG instance is busy in proportion to its slot, so instances differ.
+	scale := 1.0
+	if b.gpuInstance >= 0 {
+		scale = 0.5 + 0.1*float64(b.gpuInstance%5)
 	}
 	busy := r.utilization / 100
-	v.PCIeTx = (0.2 + busy*1.8) * 1e9
-	v.PCIeRx = (0.3 + busy*2.7) * 1e9
-	links := float64(nvlinkLinks[d.sim.system])
-	v.NVLinkTx = links * (0.05 + busy*9.5) * 1e9
-	v.NVLinkRx = v.NVLinkTx
-	return v, true, nvml.SUCCESS
-}
-
-func (g *gpmReader) Forget(dev nvml.Device) {
-	if d, ok := dev.(*Device); ok {
-		for k := range g.seen {
-			if len(k) >= len(d.uuid) && k[:len(d.uuid)] == d.uuid {
-				delete(g.seen, k)
-			}
+	links := float64(nvlinkLinks[s.system])
+	for i := 0; i < int(req.NumMetrics); i++ {
+		m := &req.Metrics[i]
+		m.NvmlReturn, m.Value = uint32(nvml.SUCCESS), 0
+		id := nvml.GpmMetricId(m.MetricId)
+		switch {
+		case gpmActivityIndex(id) >= 0:
+			m.Value = r.gpm[gpmActivityIndex(id)] * scale * 100
+		case id >= nvml.GPM_METRIC_NVDEC_0_UTIL && id <= nvml.GPM_METRIC_NVDEC_7_UTIL && int(id-nvml.GPM_METRIC_NVDEC_0_UTIL) < nvdecEngines[s.system]:
+			m.Value = r.decoderUtil * scale
+		case b.gpuInstance < 0 && id == nvml.GPM_METRIC_PCIE_TX_PER_SEC:
+			m.Value = (0.2 + busy*1.8) * 1e9 / mib
+		case b.gpuInstance < 0 && id == nvml.GPM_METRIC_PCIE_RX_PER_SEC:
+			m.Value = (0.3 + busy*2.7) * 1e9 / mib
+		case b.gpuInstance < 0 && (id == nvml.GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC || id == nvml.GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC):
+			m.Value = links * (0.05 + busy*9.5) * 1e9 / mib
+		default:
+			m.NvmlReturn = uint32(nvml.ERROR_NOT_SUPPORTED)
 		}
 	}
+	return nvml.SUCCESS
 }
 
-func (g *gpmReader) Close() {}
+func gpmActivityIndex(id nvml.GpmMetricId) int {
+	for i, a := range gpmActivities {
+		if a == id {
+			return i
+		}
+	}
+	return -1
+}

@@ -186,3 +186,44 @@ func TestCallsAreCounted(t *testing.T) {
 	assert.Equal(t, int64(2), s.Calls()["DeviceGetPowerUsage"])
 	assert.Equal(t, int64(3), s.TotalCalls())
 }
+
+// TestGPMThroughNVML: GPM is served the way NVML serves it (samples allocated by the
+// caller, metrics between two samples of one target), so the receiver's production GPM
+// code runs against the simulator.
+func TestGPMThroughNVML(t *testing.T) {
+	s, clock := newTestSim(t, "dgxh100", "mig", 1)
+	gpu, _ := s.DeviceGetHandleByIndex(3)
+	sup, ret := gpu.GpmQueryDeviceSupport()
+	require.Equal(t, nvml.SUCCESS, ret)
+	assert.Equal(t, uint32(1), sup.IsSupportedDevice)
+
+	a, _ := s.GpmSampleAlloc()
+	b, _ := s.GpmSampleAlloc()
+	require.Equal(t, nvml.SUCCESS, gpu.GpmSampleGet(a))
+	clock.t = clock.t.Add(10 * time.Second)
+	require.Equal(t, nvml.SUCCESS, gpu.GpmSampleGet(b))
+	req := &nvml.GpmMetricsGetType{Sample1: a, Sample2: b, NumMetrics: 4}
+	req.Metrics[0].MetricId = uint32(nvml.GPM_METRIC_SM_UTIL)
+	req.Metrics[1].MetricId = uint32(nvml.GPM_METRIC_NVDEC_6_UTIL)
+	req.Metrics[2].MetricId = uint32(nvml.GPM_METRIC_NVDEC_7_UTIL) // H100 has seven NVDECs
+	req.Metrics[3].MetricId = uint32(nvml.GPM_METRIC_NVENC_0_UTIL) // and no NVENC
+	require.Equal(t, nvml.SUCCESS, s.GpmMetricsGet(req))
+	assert.Equal(t, uint32(nvml.SUCCESS), req.Metrics[0].NvmlReturn)
+	assert.InDelta(t, 80, req.Metrics[0].Value, 15, "SM activity of a training GPU, in percent")
+	assert.Equal(t, uint32(nvml.SUCCESS), req.Metrics[1].NvmlReturn)
+	assert.Equal(t, uint32(nvml.ERROR_NOT_SUPPORTED), req.Metrics[2].NvmlReturn)
+	assert.Equal(t, uint32(nvml.ERROR_NOT_SUPPORTED), req.Metrics[3].NvmlReturn)
+
+	// Samples of different targets cannot be compared; a GPU instance must exist.
+	mig, _ := s.DeviceGetHandleByIndex(0)
+	assert.Equal(t, nvml.ERROR_NOT_FOUND, mig.GpmMigSampleGet(99, a))
+	require.Equal(t, nvml.SUCCESS, a.MigGet(mig, int(s.devices[0].migs[0].giID)))
+	assert.Equal(t, nvml.ERROR_INVALID_ARGUMENT, s.GpmMetricsGet(&nvml.GpmMetricsGetType{Sample1: a, Sample2: b}))
+
+	a100, _ := newTestSim(t, "dgxa100", "idle", 1)
+	d, _ := a100.DeviceGetHandleByIndex(0)
+	sup, _ = d.GpmQueryDeviceSupport()
+	assert.Zero(t, sup.IsSupportedDevice, "A100s have no GPM")
+	x, _ := a100.GpmSampleAlloc()
+	assert.Equal(t, nvml.ERROR_NOT_SUPPORTED, d.GpmSampleGet(x))
+}
