@@ -69,7 +69,7 @@ e2e: build
 build:
 	cd distribution && go build -trimpath -ldflags="-s -w" -o otelcol-gpu .
 
-## generate: regenerate mdatagen code (metric contract) and the ocb distribution sources
+## generate: regenerate mdatagen code (metric contract), the ocb distribution sources, the dashboards and rule files (from Go, thresholds in internal/thresholds) and their kube-prometheus-stack objects
 generate: tools
 	cd receiver/gpureceiver && $(MDATAGEN) metadata.yaml
 	cd processor/gpuenrichprocessor && $(MDATAGEN) metadata.yaml
@@ -78,6 +78,9 @@ generate: tools
 	@# metrics_contract_test.go) and a test for it that does not compile: the test goes.
 	rm -f processor/gpuenrichprocessor/internal/metadata/generated_metrics_test.go
 	$(OCB) --config builder-config.yaml --skip-compilation
+	go run ./dashboards/gen -out dashboards
+	go run ./rules/gen -out rules
+	cd deploy/test && CGO_ENABLED=0 go run ./cmd/kpsgen
 
 ## lint: gofmt and go vet (the ocb-generated main is not vetted: it is generated)
 lint:

@@ -1,7 +1,6 @@
 package dashboards_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -17,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/otelcol-gpu/otelcol-gpu/dashboards"
+	"github.com/otelcol-gpu/otelcol-gpu/internal/gentest"
 	"github.com/otelcol-gpu/otelcol-gpu/internal/promql"
 )
 
@@ -72,16 +72,7 @@ func parsed(t *testing.T) []dashboard {
 }
 
 func TestCommittedFilesAreGenerated(t *testing.T) {
-	generated, err := dashboards.Render()
-	require.NoError(t, err)
-	files := committed(t)
-	assert.Equal(t, sortedKeys(generated), sortedKeys(files), "the committed dashboards are not the generated ones; run make generate")
-	for name, want := range generated {
-		assert.True(t, bytes.Equal(want, files[name]), "%s differs from what the generator writes (stale, or edited by hand): run make generate", name)
-	}
-	again, err := dashboards.Render()
-	require.NoError(t, err)
-	assert.Equal(t, generated, again, "rendering is not deterministic")
+	gentest.Committed(t, ".", "*.json", dashboards.Render, "make generate")
 }
 
 func TestDashboardUIDs(t *testing.T) {

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Fails when generated code (mdatagen's and ocb's) is not what the generators produce from
-# metadata.yaml and builder-config.yaml, i.e. someone edited it by hand or forgot
-# `make generate`. Leaves the regenerated files in place so that `git diff` shows the fix.
+# Fails when generated code is not what the generators produce from its sources (mdatagen's
+# from metadata.yaml, ocb's from builder-config.yaml, the dashboards and rule files from
+# dashboards/*.go, rules/*.go and internal/thresholds, the kube-prometheus-stack objects
+# from those), i.e. someone edited it by hand or forgot `make generate`. Leaves the
+# regenerated files in place so that `git diff` shows the fix.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -19,6 +21,10 @@ generated=(
   distribution/main_windows.go
   distribution/components.go
   distribution/go.mod
+  dashboards
+  rules/gpu-alerts.yaml
+  rules/gpu-recording.yaml
+  deploy/kubernetes/kube-prometheus-stack
 )
 before=$(mktemp -d)
 trap 'rm -rf "$before"' EXIT

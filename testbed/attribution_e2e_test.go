@@ -10,10 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"go.opentelemetry.io/collector/receiver/receivertest"
-
 	"github.com/otelcol-gpu/otelcol-gpu/internal/fakekubelet"
-	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpureceiver"
+	"github.com/otelcol-gpu/otelcol-gpu/internal/gpusim"
 	"github.com/otelcol-gpu/otelcol-gpu/testbed/internal/proc"
 	"github.com/otelcol-gpu/otelcol-gpu/testbed/internal/prom"
 )
@@ -21,12 +19,11 @@ import (
 // simulatedUUIDs are the GPU UUIDs the agent's simulator (seed 1) will report.
 func simulatedUUIDs(t *testing.T, system string) []string {
 	t.Helper()
-	src, err := gpureceiver.NewSimulatedSource(nil, receivertest.NewNopSettings(receivertest.NopType), system, "idle", 1, time.Now)
+	sim, err := gpusim.New(gpusim.Options{System: system, Scenario: "idle", Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = src.Shutdown() }()
-	return src.UUIDs()
+	return sim.UUIDs()
 }
 
 // Pods of the shared-gpu node: GPU 0 is time-sliced between serving/infer-a (process

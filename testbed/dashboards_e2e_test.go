@@ -13,13 +13,11 @@ import (
 	"testing"
 	"time"
 
-	"go.opentelemetry.io/collector/receiver/receivertest"
-
 	"github.com/otelcol-gpu/otelcol-gpu/dashboards"
 	"github.com/otelcol-gpu/otelcol-gpu/internal/promql"
 
 	"github.com/otelcol-gpu/otelcol-gpu/internal/fakekubelet"
-	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpureceiver"
+	"github.com/otelcol-gpu/otelcol-gpu/internal/gpusim"
 	"github.com/otelcol-gpu/otelcol-gpu/testbed/internal/prom"
 )
 
@@ -55,12 +53,11 @@ func migNode(t *testing.T) agentNode {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	src, err := gpureceiver.NewSimulatedSource(nil, receivertest.NewNopSettings(receivertest.NopType), "dgxh100", "mig", 1, time.Now)
+	sim, err := gpusim.New(gpusim.Options{System: "dgxh100", Scenario: "mig", Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	slices := src.MIGUUIDs()[1]
-	_ = src.Shutdown()
+	slices := sim.MIGDevices()[1]
 	pods := []fakekubelet.Pod{{Namespace: "notebooks", Name: "jupyter-alice", Containers: []fakekubelet.Container{
 		{Name: "notebook", Devices: []fakekubelet.Devices{{ResourceName: "nvidia.com/mig-1g.10gb", DeviceIDs: slices[:2]}}},
 	}}}

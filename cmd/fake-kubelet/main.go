@@ -12,13 +12,6 @@
 package main
 
 import (
-	"strconv"
-	"time"
-
-	"go.opentelemetry.io/collector/receiver/receivertest"
-
-	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpureceiver"
-
 	"context"
 	"errors"
 	"flag"
@@ -26,10 +19,12 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 
 	"github.com/otelcol-gpu/otelcol-gpu/internal/fakekubelet"
+	"github.com/otelcol-gpu/otelcol-gpu/internal/gpusim"
 )
 
 func main() {
@@ -48,7 +43,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	socket := fs.String("socket", "", "unix socket to serve on (required)")
 	podsFile := fs.String("pods", "", "YAML/JSON pods file (required)")
 	uuids := fs.String("uuids", "", "comma-separated GPU UUIDs by index, for gpu:N device ids")
-	simulated := fs.String("simulated", "", "SYSTEM:SEED of the gpu receiver's simulator (e.g. dgxh100:1), whose GPU UUIDs resolve gpu:N device ids")
+	simulated := fs.String("simulated", "", "SYSTEM:SEED of the GPU simulator (e.g. dgxh100:1), whose GPU UUIDs resolve gpu:N device ids")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -84,18 +79,17 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	return nil
 }
 
-// simulatedUUIDs returns the UUIDs the gpu receiver's simulator gives the GPUs of a
-// system and seed, so that a demo's kubelet hands out the GPUs the demo's collector sees.
+// simulatedUUIDs returns the UUIDs the GPU simulator gives the GPUs of a system and seed,
+// so that a demo's kubelet hands out the GPUs the demo's collector sees.
 func simulatedUUIDs(spec string) ([]string, error) {
 	system, seedText, ok := strings.Cut(spec, ":")
 	seed, err := strconv.ParseInt(seedText, 10, 64)
 	if !ok || err != nil {
 		return nil, fmt.Errorf("--simulated must be SYSTEM:SEED, got %q", spec)
 	}
-	src, err := gpureceiver.NewSimulatedSource(nil, receivertest.NewNopSettings(receivertest.NopType), system, "idle", seed, time.Now)
+	sim, err := gpusim.New(gpusim.Options{System: system, Scenario: "idle", Seed: seed})
 	if err != nil {
 		return nil, err
 	}
-	defer func() { _ = src.Shutdown() }()
-	return src.UUIDs(), nil
+	return sim.UUIDs(), nil
 }

@@ -5,10 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"go.opentelemetry.io/collector/receiver/receivertest"
 	"go.uber.org/zap"
-
-	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpureceiver"
 )
 
 // BenchmarkProcessBatch measures gpu_enrich over one batch: a DGX H100's scrape (8 GPUs,
@@ -17,7 +14,7 @@ func BenchmarkProcessBatch(b *testing.B) {
 	for _, scenario := range []string{"steady-training", "shared-gpu"} {
 		b.Run(scenario, func(b *testing.B) {
 			clock := newFakeClock()
-			src, err := gpureceiver.NewSimulatedSource(nil, receivertest.NewNopSettings(receivertest.NopType), "dgxh100", scenario, 1, clock.Now)
+			src, err := newSimulatedSource("dgxh100", scenario, clock.Now)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -8,13 +8,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pmetric"
-	"go.opentelemetry.io/collector/receiver/receivertest"
 	"go.uber.org/zap"
 
 	"github.com/otelcol-gpu/otelcol-gpu/processor/gpuenrichprocessor/internal/cgroup"
 	"github.com/otelcol-gpu/otelcol-gpu/processor/gpuenrichprocessor/internal/podnames"
 	"github.com/otelcol-gpu/otelcol-gpu/processor/gpuenrichprocessor/internal/podresources"
-	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpureceiver"
 )
 
 type fakeClock struct {
@@ -87,14 +85,14 @@ func testConfig() *Config {
 type harness struct {
 	t     *testing.T
 	clock *fakeClock
-	src   *gpureceiver.SimulatedSource
+	src   *simulatedSource
 	proc  *gpuEnrichProcessor
 }
 
 func newHarness(t *testing.T, system, scenario string, cfg *Config, build func(uuids []string, clock *fakeClock) sources) *harness {
 	t.Helper()
 	clock := newFakeClock()
-	src, err := gpureceiver.NewSimulatedSource(nil, receivertest.NewNopSettings(receivertest.NopType), system, scenario, 1, clock.Now)
+	src, err := newSimulatedSource(system, scenario, clock.Now)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, src.Shutdown()) })
 	p := newProcessor(cfg, zap.NewNop(), clock.Now, build(src.UUIDs(), clock))

@@ -11,8 +11,8 @@ import (
 
 	"go.opentelemetry.io/collector/scraper/scraperhelper"
 
+	"github.com/otelcol-gpu/otelcol-gpu/internal/gpusim"
 	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpureceiver/internal/metadata"
-	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpureceiver/internal/simulator"
 )
 
 // Backends the receiver can read GPUs from.
@@ -105,14 +105,14 @@ func (c NVMLConfig) validate() []error {
 
 func (c SimulatedConfig) validate() []error {
 	var errs []error
-	if !slices.Contains(simulator.Systems(), c.System) {
-		errs = append(errs, fmt.Errorf("simulated.system: must be one of %s, got %q", strings.Join(simulator.Systems(), ", "), c.System))
+	if !slices.Contains(gpusim.Systems(), c.System) {
+		errs = append(errs, fmt.Errorf("simulated.system: must be one of %s, got %q", strings.Join(gpusim.Systems(), ", "), c.System))
 	}
 	if c.NVMLMissingFor < 0 {
 		errs = append(errs, fmt.Errorf("simulated.nvml_missing_for: must not be negative, got %s", c.NVMLMissingFor))
 	}
-	if !slices.Contains(simulator.Scenarios(), c.Scenario) {
-		errs = append(errs, fmt.Errorf("simulated.scenario: must be one of %s, got %q", strings.Join(simulator.Scenarios(), ", "), c.Scenario))
+	if !slices.Contains(gpusim.Scenarios(), c.Scenario) {
+		errs = append(errs, fmt.Errorf("simulated.scenario: must be one of %s, got %q", strings.Join(gpusim.Scenarios(), ", "), c.Scenario))
 	}
 	return errs
 }

@@ -13,8 +13,8 @@ import (
 	"go.opentelemetry.io/collector/scraper"
 	"go.opentelemetry.io/collector/scraper/scraperhelper"
 
+	"github.com/otelcol-gpu/otelcol-gpu/internal/gpusim"
 	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpureceiver/internal/metadata"
-	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpureceiver/internal/simulator"
 )
 
 // libraryFactory opens the NVML implementation a config asks for. Nothing is called on it
@@ -31,7 +31,7 @@ func openLibrary(cfg *Config, now func() time.Time) (nvml.Interface, error) {
 		}
 		return nvml.New(opts...), nil
 	case BackendSimulated:
-		return simulator.New(simulator.Options{
+		return gpusim.New(gpusim.Options{
 			System:   cfg.Simulated.System,
 			Scenario: cfg.Simulated.Scenario,
 			Seed:     cfg.Simulated.Seed,
@@ -82,10 +82,22 @@ func createMetricsReceiver(_ context.Context, set receiver.Settings, baseCfg com
 	if err != nil {
 		return nil, err
 	}
-	s := newGPUScraper(cfg, set, lib, now)
-	sc, err := scraper.NewMetrics(s.scrape, scraper.WithStart(s.start), scraper.WithShutdown(s.shutdown))
+	sc, err := NewScraper(cfg, set, lib, now)
 	if err != nil {
 		return nil, err
 	}
 	return scraperhelper.NewMetricsController(&cfg.ControllerConfig, set, next, scraperhelper.AddMetricsScraper(metadata.Type, sc))
+}
+
+// NewScraper returns the receiver's scraper over lib: what the factory's receiver runs
+// every collection interval, for callers that drive scrapes themselves on a clock of their
+// own (tests of downstream components over simulated time, benchmarks). cfg nil means the
+// default configuration; its backend settings are not used. Start it before the first
+// scrape and shut it down after the last.
+func NewScraper(cfg *Config, set receiver.Settings, lib nvml.Interface, now func() time.Time) (scraper.Metrics, error) {
+	if cfg == nil {
+		cfg = createDefaultConfig().(*Config)
+	}
+	s := newGPUScraper(cfg, set, lib, now)
+	return scraper.NewMetrics(s.scrape, scraper.WithStart(s.start), scraper.WithShutdown(s.shutdown))
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/pdatatest/pmetrictest"
 	"github.com/stretchr/testify/require"
 
-	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpureceiver/internal/simulator"
+	"github.com/otelcol-gpu/otelcol-gpu/internal/gpusim"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
@@ -20,10 +20,10 @@ var update = flag.Bool("update", false, "rewrite the golden files under testdata
 // on the A100 as well (its profiles differ).
 func goldenCases() [][2]string {
 	var cases [][2]string
-	for _, scenario := range simulator.Scenarios() {
+	for _, scenario := range gpusim.Scenarios() {
 		cases = append(cases, [2]string{"dgxh100", scenario})
 	}
-	for _, system := range simulator.Systems() {
+	for _, system := range gpusim.Systems() {
 		if system != "dgxh100" {
 			cases = append(cases, [2]string{system, "steady-training"})
 		}

@@ -13,8 +13,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/receiver/receivertest"
 
+	"github.com/otelcol-gpu/otelcol-gpu/internal/gpusim"
 	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpureceiver/internal/metadata"
-	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpureceiver/internal/simulator"
 )
 
 // fakeClock is a settable clock shared by the simulator and the receiver.
@@ -46,9 +46,9 @@ func testConfig() *Config {
 	return cfg
 }
 
-func newSim(t *testing.T, system, scenario string, clock *fakeClock) *simulator.Simulator {
+func newSim(t *testing.T, system, scenario string, clock *fakeClock) *gpusim.Simulator {
 	t.Helper()
-	sim, err := simulator.New(simulator.Options{System: system, Scenario: scenario, Seed: 1, Now: clock.Now})
+	sim, err := gpusim.New(gpusim.Options{System: system, Scenario: scenario, Seed: 1, Now: clock.Now})
 	require.NoError(t, err)
 	return sim
 }
@@ -176,7 +176,7 @@ func hostResource(t *testing.T, md pmetric.Metrics) pmetric.ResourceMetrics {
 
 // waitForXIDs waits until the receiver's XID watcher has counted every XID the simulator
 // has raised by now, so that a scrape's XID counters are deterministic.
-func waitForXIDs(t *testing.T, s *gpuScraper, sim *simulator.Simulator) {
+func waitForXIDs(t *testing.T, s *gpuScraper, sim *gpusim.Simulator) {
 	t.Helper()
 	due := sim.DueXIDs()
 	if due == 0 {
@@ -208,9 +208,9 @@ func newGPUScraperForTest(t *testing.T, lib nvml.Interface, clock *fakeClock) *g
 	return s
 }
 
-func newSimB(b *testing.B, system, scenario string, clock *fakeClock) *simulator.Simulator {
+func newSimB(b *testing.B, system, scenario string, clock *fakeClock) *gpusim.Simulator {
 	b.Helper()
-	sim, err := simulator.New(simulator.Options{System: system, Scenario: scenario, Seed: 1, Now: clock.Now})
+	sim, err := gpusim.New(gpusim.Options{System: system, Scenario: scenario, Seed: 1, Now: clock.Now})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -16,8 +16,8 @@ import (
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/receiver/receivertest"
 
+	"github.com/otelcol-gpu/otelcol-gpu/internal/gpusim"
 	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpureceiver/internal/metadata"
-	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpureceiver/internal/simulator"
 )
 
 // noLibrary is an nvml.Interface whose Init fails the way it does on a host without the
@@ -62,7 +62,7 @@ func TestInitFailureCallsNothingElseAndRetriesWithBackoff(t *testing.T) {
 
 // flakyLibrary fails Init while failing is set, then behaves like the simulator.
 type flakyLibrary struct {
-	*simulator.Simulator
+	*gpusim.Simulator
 	failing    atomic.Bool
 	initErrors atomic.Int64
 }
@@ -91,7 +91,7 @@ func (h *statusHost) Report(ev *componentstatus.Event) {
 // TestReceiverRecoversWhenNVMLAppears runs the whole receiver (scraper controller, real
 // ticker) against a library that is missing at start and appears later.
 func TestReceiverRecoversWhenNVMLAppears(t *testing.T) {
-	sim, err := simulator.New(simulator.Options{System: "dgxh100", Scenario: "steady-training", Seed: 1, Now: time.Now})
+	sim, err := gpusim.New(gpusim.Options{System: "dgxh100", Scenario: "steady-training", Seed: 1, Now: time.Now})
 	require.NoError(t, err)
 	lib := &flakyLibrary{Simulator: sim}
 	lib.failing.Store(true)

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpureceiver/internal/simulator"
+	"github.com/otelcol-gpu/otelcol-gpu/internal/gpusim"
 )
 
 // oneGPU is a hand-driven single-GPU library: unset device functions answer NOT_SUPPORTED
@@ -21,7 +21,7 @@ func oneGPU() (*mock.Interface, *mock.Device) {
 		GetUUIDFunc: func() (string, nvml.Return) { return "GPU-11111111-2222-3333-4444-555555555555", nvml.SUCCESS },
 		GetNameFunc: func() (string, nvml.Return) { return "NVIDIA L4", nvml.SUCCESS },
 	}
-	simulator.FillNotSupported(dev)
+	gpusim.FillNotSupported(dev)
 	lib := &mock.Interface{
 		InitFunc:                   func() nvml.Return { return nvml.SUCCESS },
 		ShutdownFunc:               func() nvml.Return { return nvml.SUCCESS },
@@ -32,7 +32,7 @@ func oneGPU() (*mock.Interface, *mock.Device) {
 			return &mock.ExtendedInterface{LookupSymbolFunc: func(string) error { return nil }}
 		},
 	}
-	simulator.FillNotSupported(lib)
+	gpusim.FillNotSupported(lib)
 	return lib, dev
 }
 

@@ -1,4 +1,4 @@
-package simulator
+package gpusim
 
 import (
 	"crypto/sha256"
@@ -241,4 +241,35 @@ func (s *Simulator) DeviceGetHandleByUUID(uuid string) (nvml.Device, nvml.Return
 		}
 	}
 	return nil, nvml.ERROR_NOT_FOUND
+}
+
+// GPU is one simulated GPU as a device plugin or DRA driver would name it.
+type GPU struct {
+	Index int
+	// Minor is the device node's minor number (/dev/nvidia<Minor>).
+	Minor int
+	UUID  string
+	// MIG are the UUIDs of its MIG instances, if MIG is on.
+	MIG []string
+}
+
+// GPUs lists the simulated GPUs by index.
+func (s *Simulator) GPUs() []GPU {
+	out := make([]GPU, len(s.devices))
+	for i, d := range s.devices {
+		out[i] = GPU{Index: d.index, Minor: s.machine.sys.minor(d.index), UUID: d.uuid}
+		for _, m := range d.migs {
+			out[i].MIG = append(out[i].MIG, m.uuid)
+		}
+	}
+	return out
+}
+
+// UUIDs are the simulated GPUs' UUIDs by index.
+func (s *Simulator) UUIDs() []string {
+	out := make([]string, len(s.devices))
+	for i, d := range s.devices {
+		out[i] = d.uuid
+	}
+	return out
 }

@@ -1,4 +1,4 @@
-package simulator
+package gpusim
 
 import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
