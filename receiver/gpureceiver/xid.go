@@ -7,6 +7,7 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"go.uber.org/zap"
 
+	"github.com/otelcol-gpu/otelcol-gpu/internal/thresholds"
 	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpureceiver/internal/nvmlclient"
 )
 
@@ -20,7 +21,7 @@ const (
 	maxXIDCodesPerGPU = 64
 	xidOverflowCode   = 0
 	// healthWindow is how long an XID keeps a GPU degraded or failed.
-	healthWindow = 10 * time.Minute
+	healthWindow = thresholds.XIDHealthWindow
 )
 
 // xidWatcher reads XID events from an NVML event set on its own goroutine, so that a storm
@@ -124,10 +125,10 @@ func (w *xidWatcher) record(ev nvml.EventData) {
 		code = xidOverflowCode
 	}
 	counts[code]++
-	switch xidSeverityOf(ev.EventData) {
-	case xidFatal:
+	switch thresholds.ClassOfXID(ev.EventData) {
+	case thresholds.XIDFatal:
 		w.lastFatal[uuid] = w.now()
-	case xidSevere:
+	case thresholds.XIDSevere:
 		w.lastSevere[uuid] = w.now()
 	}
 }
