@@ -72,11 +72,7 @@ build:
 ## generate: regenerate mdatagen code (metric contract), the ocb distribution sources, the dashboards and rule files (from Go, thresholds in internal/thresholds) and their kube-prometheus-stack objects
 generate: tools
 	cd receiver/gpureceiver && $(MDATAGEN) metadata.yaml
-	cd processor/gpuenrichprocessor && $(MDATAGEN) metadata.yaml
-	@# For a processor, mdatagen v0.155 writes a metrics builder without a constructor
-	@# (gpu_enrich writes its metrics itself, checked against metadata.yaml by
-	@# metrics_contract_test.go) and a test for it that does not compile: the test goes.
-	rm -f processor/gpuenrichprocessor/internal/metadata/generated_metrics_test.go
+	scripts/mdatagen-processor.sh $(MDATAGEN)
 	$(OCB) --config builder-config.yaml --skip-compilation
 	go run ./dashboards/gen -out dashboards
 	go run ./rules/gen -out rules

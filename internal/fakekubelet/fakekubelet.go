@@ -23,10 +23,29 @@ type Pod struct {
 	Containers []Container `yaml:"containers" json:"containers"`
 }
 
-// Container is a container and the devices assigned to it.
+// Container is a container and the devices assigned to it: by device plugins
+// (Devices) and by Dynamic Resource Allocation (DynamicResources).
 type Container struct {
-	Name    string    `yaml:"name" json:"name"`
-	Devices []Devices `yaml:"devices" json:"devices"`
+	Name             string            `yaml:"name" json:"name"`
+	Devices          []Devices         `yaml:"devices" json:"devices"`
+	DynamicResources []DynamicResource `yaml:"dynamicResources,omitempty" json:"dynamicResources,omitempty"`
+}
+
+// DynamicResource is a ResourceClaim the container uses and the devices allocated
+// to it, as pod-resources v1 reports them (ContainerResources.dynamic_resources).
+type DynamicResource struct {
+	ClaimName      string          `yaml:"claimName" json:"claimName"`
+	ClaimNamespace string          `yaml:"claimNamespace" json:"claimNamespace"`
+	ClaimResources []ClaimResource `yaml:"claimResources" json:"claimResources"`
+}
+
+// ClaimResource is one allocated device: the DRA driver, its pool (the node name
+// for node-local drivers) and the device's name in that pool's ResourceSlices.
+type ClaimResource struct {
+	DriverName string   `yaml:"driverName" json:"driverName"`
+	PoolName   string   `yaml:"poolName" json:"poolName"`
+	DeviceName string   `yaml:"deviceName" json:"deviceName"`
+	CDIDevices []string `yaml:"cdiDevices,omitempty" json:"cdiDevices,omitempty"`
 }
 
 // Devices is a set of device ids of one resource.
@@ -214,8 +233,9 @@ func podToProto(p Pod) *podresourcesv1.PodResources {
 	out := &podresourcesv1.PodResources{Namespace: p.Namespace, Name: p.Name}
 	for _, c := range p.Containers {
 		out.Containers = append(out.Containers, &podresourcesv1.ContainerResources{
-			Name:    c.Name,
-			Devices: devicesToProto(c.Devices),
+			Name:             c.Name,
+			Devices:          devicesToProto(c.Devices),
+			DynamicResources: dynamicToProto(c.DynamicResources),
 		})
 	}
 	return out
@@ -232,13 +252,29 @@ func devicesToProto(devs []Devices) []*podresourcesv1.ContainerDevices {
 	return out
 }
 
+func dynamicToProto(drs []DynamicResource) []*podresourcesv1.DynamicResource {
+	var out []*podresourcesv1.DynamicResource
+	for _, d := range drs {
+		dr := &podresourcesv1.DynamicResource{ClaimName: d.ClaimName, ClaimNamespace: d.ClaimNamespace}
+		for _, r := range d.ClaimResources {
+			cr := &podresourcesv1.ClaimResource{DriverName: r.DriverName, PoolName: r.PoolName, DeviceName: r.DeviceName}
+			for _, name := range r.CDIDevices {
+				cr.CdiDevices = append(cr.CdiDevices, &podresourcesv1.CDIDevice{Name: name})
+			}
+			dr.ClaimResources = append(dr.ClaimResources, cr)
+		}
+		out = append(out, dr)
+	}
+	return out
+}
+
 // Copies keep the served state independent of the caller's slices.
 func clonePods(pods []Pod) []Pod {
 	out := make([]Pod, len(pods))
 	for i, p := range pods {
 		out[i] = Pod{Namespace: p.Namespace, Name: p.Name, Containers: make([]Container, len(p.Containers))}
 		for j, c := range p.Containers {
-			out[i].Containers[j] = Container{Name: c.Name, Devices: cloneDevices(c.Devices)}
+			out[i].Containers[j] = Container{Name: c.Name, Devices: cloneDevices(c.Devices), DynamicResources: cloneDynamic(c.DynamicResources)}
 		}
 	}
 	return out
@@ -248,6 +284,21 @@ func cloneDevices(devs []Devices) []Devices {
 	out := make([]Devices, len(devs))
 	for i, d := range devs {
 		out[i] = Devices{ResourceName: d.ResourceName, DeviceIDs: append([]string(nil), d.DeviceIDs...)}
+	}
+	return out
+}
+
+func cloneDynamic(drs []DynamicResource) []DynamicResource {
+	if drs == nil {
+		return nil
+	}
+	out := make([]DynamicResource, len(drs))
+	for i, d := range drs {
+		out[i] = DynamicResource{ClaimName: d.ClaimName, ClaimNamespace: d.ClaimNamespace, ClaimResources: make([]ClaimResource, len(d.ClaimResources))}
+		for j, r := range d.ClaimResources {
+			r.CDIDevices = append([]string(nil), r.CDIDevices...)
+			out[i].ClaimResources[j] = r
+		}
 	}
 	return out
 }

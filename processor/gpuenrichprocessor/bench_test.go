@@ -5,7 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/zap"
+	"go.opentelemetry.io/collector/processor/processortest"
+
+	"github.com/otelcol-gpu/otelcol-gpu/processor/gpuenrichprocessor/internal/metadata"
 )
 
 // BenchmarkProcessBatch measures gpu_enrich over one batch: a DGX H100's scrape (8 GPUs,
@@ -19,7 +21,7 @@ func BenchmarkProcessBatch(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer func() { _ = src.Shutdown() }()
-			p := newProcessor(testConfig(), zap.NewNop(), clock.Now, sharedSources(src.UUIDs(), clock))
+			p := newProcessor(testConfig(), processortest.NewNopSettings(metadata.Type), clock.Now, sharedSources(src.UUIDs(), clock))
 			b.ReportAllocs()
 			b.ResetTimer()
 			for range b.N {

@@ -37,6 +37,9 @@ type KubeletConfig struct {
 	Timeout time.Duration `mapstructure:"timeout"`
 	// ResourceNames are the extended resources that carry GPUs; a trailing * matches a prefix.
 	ResourceNames []string `mapstructure:"resource_names"`
+	// DRADrivers are the Dynamic Resource Allocation drivers whose devices are GPUs or MIG
+	// devices (pod-resources dynamic_resources).
+	DRADrivers []string `mapstructure:"dra_drivers"`
 }
 
 // ProcessesConfig is the PID → pod attribution's configuration.
@@ -97,6 +100,11 @@ func (cfg *Config) Validate() error {
 			if n == "" || strings.Count(n, "*") > 1 || (strings.Contains(n, "*") && !strings.HasSuffix(n, "*")) {
 				errs = append(errs, fmt.Errorf("kubelet.resource_names[%d]: %q is not a resource name (a single trailing * is allowed)", i, n))
 			}
+		}
+	}
+	for i, d := range cfg.Kubelet.DRADrivers {
+		if d == "" || strings.ContainsAny(d, " /*") {
+			errs = append(errs, fmt.Errorf("kubelet.dra_drivers[%d]: %q is not a DRA driver name (a DNS subdomain such as gpu.nvidia.com)", i, d))
 		}
 	}
 	if cfg.Processes.Enabled && !filepath.IsAbs(cfg.Processes.ProcRoot) {

@@ -1,5 +1,75 @@
 package gpuenrichprocessor // import "github.com/otelcol-gpu/otelcol-gpu/processor/gpuenrichprocessor"
 
+import (
+	"go.opentelemetry.io/collector/pdata/pcommon"
+
+	"github.com/otelcol-gpu/otelcol-gpu/processor/gpuenrichprocessor/internal/metadata"
+	"github.com/otelcol-gpu/otelcol-gpu/processor/gpuenrichprocessor/internal/tracking"
+)
+
+// deriveGPU appends the derived per-GPU (or per-MIG-instance) signals to its resource.
+func (p *gpuEnrichProcessor) deriveGPU(g *gpuView, ts pcommon.Timestamp) {
+	defer p.emitInto(g.rm)
+	if g.hasMem && g.hasLimit && g.memLimit > 0 {
+		p.mb.RecordHwGpuMemoryUtilizationDataPoint(ts, g.memUsed/g.memLimit)
+	}
+	if causes, ok := throttled(g.clockEvents); ok {
+		for _, cause := range []metadata.AttributeNvidiaGpuThrottleCause{
+			metadata.AttributeNvidiaGpuThrottleCauseThermal,
+			metadata.AttributeNvidiaGpuThrottleCausePower,
+			metadata.AttributeNvidiaGpuThrottleCauseOther,
+		} {
+			p.mb.RecordNvidiaGpuThrottledDataPoint(ts, asInt(causes[cause.String()]), cause)
+		}
+	}
+	if class, ok := bottleneck(g, p.cfg.Idle.Threshold, p.cfg.Bottleneck.Saturation); ok {
+		for _, c := range bottleneckClasses {
+			p.mb.RecordNvidiaGpuBottleneckDataPoint(ts, asInt(c == class), metadata.MapAttributeNvidiaGpuBottleneckClass[c])
+		}
+	}
+	util, hasUtil := g.util, g.hasUtil
+	if !hasUtil && g.hasSM {
+		util, hasUtil = g.smActive, true
+	}
+	if !g.hasMem && !hasUtil {
+		return
+	}
+	samples := p.tracker.Observe(tracking.GPUKey(g.uuid), tracking.Sample{T: ts.AsTime(), Util: util, HasUtil: hasUtil, Memory: g.memUsed})
+	if hasUtil {
+		idle := p.allocated(g) && tracking.IdleFor(samples, p.cfg.Idle.Threshold, p.cfg.Idle.Window)
+		p.mb.RecordNvidiaGpuIdleWhileAllocatedDataPoint(ts, asInt(idle))
+	}
+	if g.hasMem && g.hasLimit {
+		p.mb.RecordNvidiaGpuMemoryGrowthRateDataPoint(ts, tracking.Slope(tracking.Within(samples, p.cfg.Leak.Window)))
+		p.mb.RecordNvidiaGpuMemoryLeakSuspectedDataPoint(ts, asInt(tracking.LeakSuspected(samples, g.memLimit, p.leakRule())))
+	}
+}
+
+// allocated: a running pod holds the GPU (kubelet: device plugin or DRA claim), or a
+// process whose own cgroup puts it in a pod runs on it (the kubelet may be unreachable).
+func (p *gpuEnrichProcessor) allocated(g *gpuView) bool {
+	if len(g.holders) > 0 {
+		return true
+	}
+	for _, proc := range g.processes {
+		if proc.owner.pod.known() && proc.owner.method == methodCgroup {
+			return true
+		}
+	}
+	return false
+}
+
+func (p *gpuEnrichProcessor) leakRule() tracking.LeakRule {
+	return tracking.LeakRule{Window: p.cfg.Leak.Window, MinGrowth: p.cfg.Leak.MinGrowth, UtilizationTolerance: p.cfg.Leak.UtilizationTolerance}
+}
+
+func asInt(on bool) int64 {
+	if on {
+		return 1
+	}
+	return 0
+}
+
 // Throttle cause classes from the receiver's clock-event reasons. gpu_idle and
 // applications_clocks_setting are not throttling: the clocks are low because there is no
 // work, or because an administrator asked for them.

@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/collector/processor/processorhelper"
 
 	"github.com/otelcol-gpu/otelcol-gpu/processor/gpuenrichprocessor/internal/metadata"
+	"github.com/otelcol-gpu/otelcol-gpu/processor/gpuenrichprocessor/internal/podresources"
 )
 
 // NewFactory creates the gpu_enrich processor factory.
@@ -27,7 +28,8 @@ func createDefaultConfig() component.Config {
 			Endpoint:        "unix:///var/lib/kubelet/pod-resources/kubelet.sock",
 			RefreshInterval: 10 * time.Second,
 			Timeout:         5 * time.Second,
-			ResourceNames:   []string{"nvidia.com/gpu", "nvidia.com/gpu.shared", "nvidia.com/mig-*"},
+			ResourceNames:   podresources.DefaultResourceNames(),
+			DRADrivers:      podresources.DefaultDRADrivers(),
 		},
 		Processes:  ProcessesConfig{Enabled: true, ProcRoot: "/proc"},
 		Idle:       IdleConfig{Threshold: 0.05, Window: 10 * time.Minute},
@@ -41,7 +43,7 @@ func createMetricsProcessor(ctx context.Context, set processor.Settings, baseCfg
 	if !ok {
 		return nil, errors.New("gpu_enrich: wrong config type")
 	}
-	p := newProcessor(cfg, set.Logger, time.Now, newSources(cfg, set.Logger, time.Now))
+	p := newProcessor(cfg, set, time.Now, newSources(cfg, set.Logger, time.Now))
 	return processorhelper.NewMetrics(ctx, set, cfg, next, p.processMetrics,
 		processorhelper.WithCapabilities(consumer.Capabilities{MutatesData: true}),
 		processorhelper.WithStart(p.start),

@@ -10,6 +10,8 @@ import (
 	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/pdatatest/pmetrictest"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pmetric"
+
+	"github.com/otelcol-gpu/otelcol-gpu/processor/gpuenrichprocessor/internal/metadata"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
@@ -24,7 +26,7 @@ func derivedOnly(md pmetric.Metrics) pmetric.Metrics {
 		var keep pmetric.ScopeMetricsSlice
 		for j := 0; j < rm.ScopeMetrics().Len(); j++ {
 			sm := rm.ScopeMetrics().At(j)
-			if sm.Scope().Name() != scopeName {
+			if sm.Scope().Name() != metadata.ScopeName {
 				continue
 			}
 			if keep == (pmetric.ScopeMetricsSlice{}) {

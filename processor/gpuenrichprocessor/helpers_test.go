@@ -8,9 +8,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pmetric"
-	"go.uber.org/zap"
+	"go.opentelemetry.io/collector/processor/processortest"
 
 	"github.com/otelcol-gpu/otelcol-gpu/processor/gpuenrichprocessor/internal/cgroup"
+	"github.com/otelcol-gpu/otelcol-gpu/processor/gpuenrichprocessor/internal/metadata"
 	"github.com/otelcol-gpu/otelcol-gpu/processor/gpuenrichprocessor/internal/podnames"
 	"github.com/otelcol-gpu/otelcol-gpu/processor/gpuenrichprocessor/internal/podresources"
 )
@@ -46,13 +47,13 @@ func (f *fakePods) Snapshot() (*podresources.Snapshot, podresources.Status) {
 }
 func (f *fakePods) Shutdown() error { return nil }
 
-// fakePIDs maps PIDs to containers.
-type fakePIDs map[uint32]cgroup.Container
+// fakePIDs says where PIDs run; a PID it does not know is gone.
+type fakePIDs map[uint32]cgroup.Location
 
-func (f fakePIDs) Lookup(pid uint32) (cgroup.Container, error) {
+func (f fakePIDs) Lookup(pid uint32) (cgroup.Location, error) {
 	c, ok := f[pid]
 	if !ok {
-		return cgroup.Container{}, cgroup.ErrProcessGone
+		return cgroup.Location{}, cgroup.ErrProcessGone
 	}
 	return c, nil
 }
@@ -67,9 +68,11 @@ func (f fakeNames) Lookup(uid string) (podnames.Pod, bool) {
 
 // allocateEach makes a snapshot where pod "train-i" in namespace "ml" holds GPU i.
 func allocateEach(uuids []string, taken time.Time) *podresources.Snapshot {
-	s := &podresources.Snapshot{ByUUID: map[string][]podresources.ContainerRef{}, Allocatable: map[string]int{"nvidia.com/gpu": len(uuids)}, Allocated: map[string]int{"nvidia.com/gpu": len(uuids)}, Taken: taken}
+	s := &podresources.Snapshot{Allocatable: map[string][]string{"nvidia.com/gpu": uuids}, Taken: taken}
 	for i, u := range uuids {
-		s.ByUUID[u] = []podresources.ContainerRef{{Namespace: "ml", Pod: "train-" + string(rune('0'+i)), Container: "pytorch", ResourceName: "nvidia.com/gpu"}}
+		s.Pods = append(s.Pods, podresources.Pod{Namespace: "ml", Name: "train-" + string(rune('0'+i)), Containers: []podresources.Container{
+			{Name: "pytorch", Devices: []podresources.Device{{ResourceName: "nvidia.com/gpu", ID: u}}},
+		}})
 	}
 	return s
 }
@@ -95,7 +98,7 @@ func newHarness(t *testing.T, system, scenario string, cfg *Config, build func(u
 	src, err := newSimulatedSource(system, scenario, clock.Now)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, src.Shutdown()) })
-	p := newProcessor(cfg, zap.NewNop(), clock.Now, build(src.UUIDs(), clock))
+	p := newProcessor(cfg, processortest.NewNopSettings(metadata.Type), clock.Now, build(src.UUIDs(), clock))
 	require.NoError(t, p.start(context.Background(), nil))
 	t.Cleanup(func() { require.NoError(t, p.shutdown(context.Background())) })
 	return &harness{t: t, clock: clock, src: src, proc: p}

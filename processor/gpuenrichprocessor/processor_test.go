@@ -1,12 +1,16 @@
 package gpuenrichprocessor
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/otelcol-gpu/otelcol-gpu/processor/gpuenrichprocessor/internal/cgroup"
+	"github.com/otelcol-gpu/otelcol-gpu/processor/gpuenrichprocessor/internal/podnames"
 	"github.com/otelcol-gpu/otelcol-gpu/processor/gpuenrichprocessor/internal/podresources"
 )
 
@@ -104,26 +108,33 @@ func TestMemoryLeakIsSuspectedWithinItsWindow(t *testing.T) {
 }
 
 // sharedSources: GPU 0 is time-sliced between pods infer-a (process 41001) and infer-b
-// (processes 41002 and 41003), found through cgroups and the kubelet's log directory.
+// (processes 41002 and 41003); GPU i > 0 is held by pod ml/train-i, whose process 20000+i
+// runs in it. Processes are found through cgroups and named through the kubelet's log
+// directory.
 func sharedSources(uuids []string, clock *fakeClock) sources {
 	snap := allocateEach(uuids, clock.Now())
-	snap.ByUUID[uuids[0]] = []podresources.ContainerRef{
-		{Namespace: "serving", Pod: "infer-a", Container: "server", ResourceName: "nvidia.com/gpu.shared"},
-		{Namespace: "serving", Pod: "infer-b", Container: "server", ResourceName: "nvidia.com/gpu.shared"},
-	}
+	snap.Pods[0] = podresources.Pod{Namespace: "serving", Name: "infer-a", Containers: []podresources.Container{
+		{Name: "server", Devices: []podresources.Device{{ResourceName: "nvidia.com/gpu.shared", ID: uuids[0] + "::0"}}},
+	}}
+	snap.Pods = append(snap.Pods, podresources.Pod{Namespace: "serving", Name: "infer-b", Containers: []podresources.Container{
+		{Name: "server", Devices: []podresources.Device{{ResourceName: "nvidia.com/gpu.shared", ID: uuids[0] + "::1"}}},
+	}})
 	const uidA, uidB = "aaaaaaaa-0000-4000-8000-000000000001", "bbbbbbbb-0000-4000-8000-000000000002"
-	return sources{
-		pods: &fakePods{snap: snap},
-		pids: fakePIDs{
-			41001: {PodUID: uidA, ContainerID: "1111111111111111111111111111111111111111111111111111111111111111"},
-			41002: {PodUID: uidB, ContainerID: "2222222222222222222222222222222222222222222222222222222222222222"},
-			41003: {PodUID: uidB, ContainerID: "2222222222222222222222222222222222222222222222222222222222222222"},
-		},
-		names: fakeNames{
-			uidA: {Namespace: "serving", Name: "infer-a", Containers: []string{"server"}},
-			uidB: {Namespace: "serving", Name: "infer-b", Containers: []string{"server"}},
-		},
+	pids := fakePIDs{
+		41001: {PodUID: uidA, ContainerID: strings.Repeat("1", 64)},
+		41002: {PodUID: uidB, ContainerID: strings.Repeat("2", 64)},
+		41003: {PodUID: uidB, ContainerID: strings.Repeat("2", 64)},
 	}
+	names := fakeNames{
+		uidA: {Namespace: "serving", Name: "infer-a", Containers: []string{"server"}},
+		uidB: {Namespace: "serving", Name: "infer-b", Containers: []string{"server"}},
+	}
+	for i := 1; i < len(uuids); i++ {
+		uid := fmt.Sprintf("0000000%d-0000-4000-8000-00000000000%d", i, i)
+		pids[uint32(20000+i)] = cgroup.Location{PodUID: uid, ContainerID: strings.Repeat(fmt.Sprint(i), 64)}
+		names[uid] = podnames.Pod{Namespace: "ml", Name: fmt.Sprintf("train-%d", i), Containers: []string{"pytorch"}}
+	}
+	return sources{pods: &fakePods{snap: snap}, pids: pids, names: names}
 }
 
 func TestSharedGPUGivesEachPodItsOwnMemoryAndEnergy(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/otelcol-gpu/otelcol-gpu/processor/gpuenrichprocessor/internal/allocation"
 	"github.com/otelcol-gpu/otelcol-gpu/processor/gpuenrichprocessor/internal/cgroup"
 	"github.com/otelcol-gpu/otelcol-gpu/processor/gpuenrichprocessor/internal/podnames"
 	"github.com/otelcol-gpu/otelcol-gpu/processor/gpuenrichprocessor/internal/podresources"
@@ -18,9 +19,9 @@ type podSource interface {
 	Shutdown() error
 }
 
-// pidSource maps a host PID to its container.
+// pidSource says where a host PID runs.
 type pidSource interface {
-	Lookup(pid uint32) (cgroup.Container, error)
+	Lookup(pid uint32) (cgroup.Location, error)
 	Forget(alive map[uint32]bool)
 }
 
@@ -29,11 +30,21 @@ type podNameSource interface {
 	Lookup(uid string) (podnames.Pod, bool)
 }
 
+// kubeSource is what the Kubernetes API says about this node: the DRA drivers'
+// ResourceSlices and which pods finished.
+type kubeSource interface {
+	Start(ctx context.Context) error
+	Shutdown() error
+	allocation.Slices
+	Finished(namespace, name string) bool
+}
+
 // sources are what the processor attributes with; each is nil when switched off.
 type sources struct {
 	pods  podSource
 	pids  pidSource
 	names podNameSource
+	kube  kubeSource
 }
 
 func newSources(cfg *Config, logger *zap.Logger, now func() time.Time) sources {
@@ -44,6 +55,7 @@ func newSources(cfg *Config, logger *zap.Logger, now func() time.Time) sources {
 			RefreshInterval: cfg.Kubelet.RefreshInterval,
 			Timeout:         cfg.Kubelet.Timeout,
 			ResourceNames:   cfg.Kubelet.ResourceNames,
+			DRADrivers:      cfg.Kubelet.DRADrivers,
 		}, logger, now)
 	}
 	if cfg.Processes.Enabled {

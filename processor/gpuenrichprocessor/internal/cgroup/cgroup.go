@@ -1,5 +1,6 @@
-// Package cgroup maps a host PID to the Kubernetes pod and container it runs
-// in, by reading /proc/<pid>/cgroup.
+// Package cgroup tells where a host PID runs — a Kubernetes pod, a container
+// outside Kubernetes, a Slurm job, or the host itself — by reading
+// /proc/<pid>/cgroup.
 //
 // NVML reports host-namespace PIDs, so the collector reads the host's /proc
 // (mounted at a configurable root) rather than its own.
@@ -11,21 +12,34 @@ import (
 	"strings"
 )
 
-// Container is what a process's cgroup says about where it runs.
-type Container struct {
-	PodUID      string // canonical form with dashes, lower-case, e.g. "3f1c2d4e-5b6a-4c7d-8e9f-0a1b2c3d4e5f"
+// Location is what a process's cgroup says about where it runs. A zero
+// Location is a host process (a system service, a user's session).
+type Location struct {
+	// PodUID is the kubelet's pod UID: canonical dashed lower-case form, or
+	// for static (file or URL) pods the 32-hex config hash the kubelet uses
+	// as their UID, e.g. "3f1c2d4e-5b6a-4c7d-8e9f-0a1b2c3d4e5f".
+	PodUID      string
 	ContainerID string // 64 hex chars, lower-case, without runtime prefix
 	Runtime     string // "containerd" | "cri-o" | "docker" | "podman" | "" when the path does not say
 	QoS         string // "guaranteed" | "burstable" | "besteffort" | "" when unknown
+	// SlurmJob and SlurmStep name the Slurm job and step ("0", "batch",
+	// "extern", "interactive") of a process slurmstepd placed.
+	SlurmJob, SlurmStep string
 }
 
-// ErrNotAContainer: the process exists but is not in a Kubernetes pod or a
-// container (e.g. a host service in user.slice or system.slice).
-var ErrNotAContainer = errors.New("cgroup: process is not in a container")
+// InPod reports whether the process runs in a Kubernetes pod.
+func (l Location) InPod() bool { return l.PodUID != "" }
+
+// IsHost reports whether the cgroup names no pod, container or job.
+func (l Location) IsHost() bool { return l == Location{} }
 
 // ErrProcessGone: <procRoot>/<pid> does not exist (the process exited). This is
 // a normal event, not an error to log.
 var ErrProcessGone = errors.New("cgroup: process is gone")
+
+// ErrUnreadable: the content is not a /proc/<pid>/cgroup file (no
+// "hierarchy:controllers:path" line).
+var ErrUnreadable = errors.New("cgroup: no cgroup line")
 
 var (
 	// podSegment matches one path segment naming a pod cgroup: "pod<uid>"
@@ -33,8 +47,9 @@ var (
 	// are escaped to underscores). The prefix carries the QoS class with the
 	// systemd driver, e.g. "kubepods-burstable". Any prefix is accepted
 	// because kubelet's cgroup root is configurable (kind uses
-	// "kubelet-kubepods-...").
-	podSegment = regexp.MustCompile(`^(?:(.*)-)?pod([0-9a-fA-F]{8}[-_][0-9a-fA-F]{4}[-_][0-9a-fA-F]{4}[-_][0-9a-fA-F]{4}[-_][0-9a-fA-F]{12})(?:\.slice)?$`)
+	// "kubelet-kubepods-..."). Static pods' UIDs are the kubelet's 32-hex
+	// config hash, without dashes.
+	podSegment = regexp.MustCompile(`^(?:(.*)-)?pod([0-9a-fA-F]{8}[-_][0-9a-fA-F]{4}[-_][0-9a-fA-F]{4}[-_][0-9a-fA-F]{4}[-_][0-9a-fA-F]{12}|[0-9a-fA-F]{32})(?:\.slice)?$`)
 
 	// containerSegment matches one path segment naming a container cgroup:
 	// "<runtime>-<id>.scope" (systemd), "<runtime>-<id>" or a bare "<id>"
@@ -44,19 +59,30 @@ var (
 	// conmonSegment is CRI-O's container monitor. It lives next to the
 	// container, often in the pod's cgroup, but is not the workload.
 	conmonSegment = regexp.MustCompile(`^crio-conmon-[0-9a-fA-F]{64}(?:\.scope)?$`)
+
+	// Slurm's cgroup plugins: v1 "/slurm[_<node>]/uid_<uid>/job_<id>/step_<step>/task_<n>",
+	// v2 "/system.slice/slurmstepd.scope/job_<id>/step_<step>/user/task_<n>".
+	slurmRootSegment = regexp.MustCompile(`^slurm(?:_[^/]*)?$|^slurmstepd\.scope$`)
+	slurmJobSegment  = regexp.MustCompile(`^job_([0-9]+)$`)
+	slurmStepSegment = regexp.MustCompile(`^step_([0-9]+|batch|extern|interactive)$`)
 )
+
+// deletedSuffix is what the kernel appends to a cgroup path whose directory
+// was removed while the process still references it.
+const deletedSuffix = " (deleted)"
 
 // Parse reads the content of a /proc/<pid>/cgroup file (cgroup v1 with many
 // "id:controllers:path" lines, v2 with a single "0::path" line, or hybrid) and
-// returns the pod/container. It does no I/O.
+// says where the process runs. It does no I/O.
 //
 // v1 controller lines may disagree (an empty "name=systemd" line, a "0::/"
-// line in hybrid mode, a controller not delegated to the container). The first
-// line naming both a pod and a container wins; failing that, the first line
-// naming either.
-func Parse(content string) (Container, error) {
-	var first Container
-	found := false
+// line in hybrid mode, a controller not delegated to the container, Slurm's
+// controllers next to slurmd's systemd unit). The first line naming both a pod
+// and a container wins; failing that, the first line naming a pod or a
+// container; failing that, a Slurm job; else the process is the host's.
+func Parse(content string) (Location, error) {
+	var partial, slurm Location
+	lines := 0
 	for line := range strings.Lines(content) {
 		line = strings.TrimRight(line, "\r\n")
 		// Hierarchy ID and controller list never contain ':', the path may.
@@ -68,28 +94,61 @@ func Parse(content string) (Container, error) {
 		if !ok {
 			continue
 		}
-		c, ok := parsePath(path)
-		if !ok {
+		lines++
+		path = strings.TrimSuffix(path, deletedSuffix)
+		if l, ok := parseContainer(path); ok {
+			if l.PodUID != "" && l.ContainerID != "" {
+				return l, nil
+			}
+			if partial.IsHost() {
+				partial = l
+			}
 			continue
 		}
-		if c.PodUID != "" && c.ContainerID != "" {
-			return c, nil
-		}
-		if !found {
-			first, found = c, true
+		if slurm.IsHost() {
+			slurm = parseSlurm(path)
 		}
 	}
-	if !found {
-		return Container{}, ErrNotAContainer
+	switch {
+	case lines == 0:
+		return Location{}, ErrUnreadable
+	case !partial.IsHost():
+		return partial, nil
+	default:
+		return slurm, nil
 	}
-	return first, nil
 }
 
-// parsePath extracts pod and container from one cgroup path. Segments are
+// parseSlurm finds a Slurm job (and step) below a Slurm cgroup root.
+func parseSlurm(path string) Location {
+	var l Location
+	underSlurm := false
+	for _, s := range strings.Split(path, "/") {
+		switch {
+		case slurmRootSegment.MatchString(s):
+			underSlurm = true
+		case !underSlurm:
+		case l.SlurmJob == "":
+			if m := slurmJobSegment.FindStringSubmatch(s); m != nil {
+				l.SlurmJob = m[1]
+			}
+		case l.SlurmStep == "":
+			if m := slurmStepSegment.FindStringSubmatch(s); m != nil {
+				l.SlurmStep = m[1]
+			}
+		}
+	}
+	if l.SlurmJob == "" {
+		return Location{}
+	}
+	return l
+}
+
+// parseContainer extracts pod and container from one cgroup path. Segments are
 // matched anywhere in the path, never anchored at the root: with a private
 // cgroup namespace the path is relative ("/../../kubepods-...").
-func parsePath(path string) (Container, bool) {
-	var c Container
+func parseContainer(path string) (Location, bool) {
+	var c Location
 	segs := strings.Split(path, "/")
 
 	// The first pod segment; the container is searched after it so that a
@@ -117,7 +176,7 @@ func parsePath(path string) (Container, bool) {
 	for i := start; i < len(segs); i++ {
 		s := segs[i]
 		if conmonSegment.MatchString(s) {
-			return Container{}, false
+			return Location{}, false
 		}
 		m := containerSegment.FindStringSubmatch(s)
 		if m == nil {
@@ -133,7 +192,7 @@ func parsePath(path string) (Container, bool) {
 	}
 
 	if c.PodUID == "" && c.ContainerID == "" {
-		return Container{}, false
+		return Location{}, false
 	}
 	return c, true
 }

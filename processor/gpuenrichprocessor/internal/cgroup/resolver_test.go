@@ -21,21 +21,21 @@ func copyProc(t *testing.T) string {
 func TestResolverFixtures(t *testing.T) {
 	tests := []struct {
 		pid     uint32
-		want    Container
+		want    Location
 		wantErr error
 	}{
-		{pid: 1001, want: Container{PodUID: "ff549e0d-f4c2-47f3-bfcb-c076e17b6b36", ContainerID: "98a06d318c7bac860d88cf725e88a7e53516e5bb2cfe5b7e3a3ff0473bfe92a8", Runtime: "containerd", QoS: "burstable"}},
-		{pid: 1002, want: Container{PodUID: "d338d846-6abc-495c-ba38-569817ad4646", ContainerID: "639da35cfb35d90f60b9fb583482f24e5c9f0763b532f9dfae89591902729878", Runtime: "cri-o", QoS: "besteffort"}},
-		{pid: 1003, want: Container{PodUID: "10488001-23df-4962-876d-2ba71a41cba8", ContainerID: "f7766403702f2b4050fbea600fff0e9ac6bcc49d3f2af352e8324f0c485a55cd", Runtime: "containerd", QoS: "burstable"}},
-		{pid: 1004, want: Container{PodUID: "76de46c2-8e01-4b89-8ba5-064921e1639e", ContainerID: "551fd3188a88f6aa1a864281295172c3e78e57b33ed76abd03ed0d7121251f1b", QoS: "guaranteed"}},
-		{pid: 1005, want: Container{PodUID: "7fe71cab-8ee8-423d-8623-a76763e2064e", ContainerID: "e1996d2d95b6c980f77ea51e0015bc80179f562272636eab15728e7ef52aa2e0", Runtime: "cri-o", QoS: "besteffort"}},
-		{pid: 1006, want: Container{ContainerID: "65e936e5f11ae9cb070847dbc58ace55c95b4b53574542f4bb8631386b34ded9", Runtime: "docker"}},
-		{pid: 1007, want: Container{ContainerID: "160c0c732032a40ecaf33d25f151eb5a40ee6fb98d44e3b4ea38a44be661ed50", Runtime: "podman"}},
-		{pid: 1008, wantErr: ErrNotAContainer},
-		{pid: 1009, wantErr: ErrNotAContainer},
-		{pid: 1010, wantErr: ErrNotAContainer},
-		{pid: 1011, want: Container{PodUID: "1795bfc3-4a26-4b1a-93e7-18e74de49dc7", QoS: "guaranteed"}},
-		{pid: 1012, want: Container{PodUID: "1795bfc3-4a26-4b1a-93e7-18e74de49dc7", ContainerID: "85cdf19487d1d639a162e8064ba65525b3ae68ea528e632d251c0b18ef5f03dc", Runtime: "docker", QoS: "guaranteed"}},
+		{pid: 1001, want: Location{PodUID: "ff549e0d-f4c2-47f3-bfcb-c076e17b6b36", ContainerID: "98a06d318c7bac860d88cf725e88a7e53516e5bb2cfe5b7e3a3ff0473bfe92a8", Runtime: "containerd", QoS: "burstable"}},
+		{pid: 1002, want: Location{PodUID: "d338d846-6abc-495c-ba38-569817ad4646", ContainerID: "639da35cfb35d90f60b9fb583482f24e5c9f0763b532f9dfae89591902729878", Runtime: "cri-o", QoS: "besteffort"}},
+		{pid: 1003, want: Location{PodUID: "10488001-23df-4962-876d-2ba71a41cba8", ContainerID: "f7766403702f2b4050fbea600fff0e9ac6bcc49d3f2af352e8324f0c485a55cd", Runtime: "containerd", QoS: "burstable"}},
+		{pid: 1004, want: Location{PodUID: "76de46c2-8e01-4b89-8ba5-064921e1639e", ContainerID: "551fd3188a88f6aa1a864281295172c3e78e57b33ed76abd03ed0d7121251f1b", QoS: "guaranteed"}},
+		{pid: 1005, want: Location{PodUID: "7fe71cab-8ee8-423d-8623-a76763e2064e", ContainerID: "e1996d2d95b6c980f77ea51e0015bc80179f562272636eab15728e7ef52aa2e0", Runtime: "cri-o", QoS: "besteffort"}},
+		{pid: 1006, want: Location{ContainerID: "65e936e5f11ae9cb070847dbc58ace55c95b4b53574542f4bb8631386b34ded9", Runtime: "docker"}},
+		{pid: 1007, want: Location{ContainerID: "160c0c732032a40ecaf33d25f151eb5a40ee6fb98d44e3b4ea38a44be661ed50", Runtime: "podman"}},
+		{pid: 1008, want: Location{}}, // CRI-O's conmon: not the workload
+		{pid: 1009, want: Location{}}, // a user's session
+		{pid: 1010, want: Location{}}, // a host service
+		{pid: 1011, want: Location{PodUID: "1795bfc3-4a26-4b1a-93e7-18e74de49dc7", QoS: "guaranteed"}},
+		{pid: 1012, want: Location{PodUID: "1795bfc3-4a26-4b1a-93e7-18e74de49dc7", ContainerID: "85cdf19487d1d639a162e8064ba65525b3ae68ea528e632d251c0b18ef5f03dc", Runtime: "docker", QoS: "guaranteed"}},
 		{pid: 4242, wantErr: ErrProcessGone},
 	}
 	r := NewResolver("testdata/proc")
@@ -60,43 +60,61 @@ func TestResolverCaches(t *testing.T) {
 	first, err := r.Lookup(1001)
 	require.NoError(t, err)
 
-	// Move the process to a host slice: the cached answer still stands.
+	// The same process (same start time): the cached answer stands, the
+	// cgroup file is not read again.
 	path := filepath.Join(root, "1001", "cgroup")
 	require.NoError(t, os.WriteFile(path, []byte("0::/user.slice/user-1000.slice/session-3.scope\n"), 0o644))
 	got, err := r.Lookup(1001)
 	require.NoError(t, err)
 	assert.Equal(t, first, got)
 
-	// Still on a GPU: Forget keeps it.
-	r.Forget(map[uint32]bool{1001: true})
+	// Gone from the GPUs: Forget drops it and the file is read again.
+	r.Forget(map[uint32]bool{1002: true})
 	got, err = r.Lookup(1001)
 	require.NoError(t, err)
-	assert.Equal(t, first, got)
-
-	// Gone from the GPUs (a recycled PID next time): Forget drops it and the
-	// file is read again.
-	r.Forget(map[uint32]bool{1002: true})
-	_, err = r.Lookup(1001)
-	require.ErrorIs(t, err, ErrNotAContainer)
+	assert.True(t, got.IsHost())
 }
 
-func TestResolverCachesNotAContainer(t *testing.T) {
+// A pod's process exits and a host process gets its PID between two scrapes:
+// the start time differs, so the new process does not inherit the pod.
+func TestResolverPIDReusedByAnotherProcess(t *testing.T) {
 	root := copyProc(t)
 	r := NewResolver(root)
 
-	_, err := r.Lookup(1009)
-	require.ErrorIs(t, err, ErrNotAContainer)
-
-	// The file now says container, but the negative answer is cached.
-	require.NoError(t, os.WriteFile(filepath.Join(root, "1009", "cgroup"),
-		[]byte("0::/docker/65e936e5f11ae9cb070847dbc58ace55c95b4b53574542f4bb8631386b34ded9\n"), 0o644))
-	_, err = r.Lookup(1009)
-	require.ErrorIs(t, err, ErrNotAContainer)
-
-	r.Forget(nil)
-	got, err := r.Lookup(1009)
+	pod, err := r.Lookup(1001)
 	require.NoError(t, err)
-	assert.Equal(t, "docker", got.Runtime)
+	require.True(t, pod.InPod())
+
+	// PID 1001 is now a user's process, started later.
+	require.NoError(t, os.WriteFile(filepath.Join(root, "1001", "cgroup"), []byte("0::/user.slice/user-1000.slice/session-3.scope\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(root, "1001", "stat"),
+		[]byte("1001 (nvidia-smi) R 1 1001 1001 0 -1 4194560 120 0 0 0 1 0 0 0 20 0 1 0 99000123 10000 100 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0\n"), 0o644))
+	r.Forget(map[uint32]bool{1001: true}) // still a PID on a GPU: kept by Forget
+	got, err := r.Lookup(1001)
+	require.NoError(t, err)
+	assert.True(t, got.IsHost(), "the new process is the host's, not the old pod's: %+v", got)
+}
+
+func TestReadStartTime(t *testing.T) {
+	dir := t.TempDir()
+	// The command name may hold spaces and parentheses.
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "stat"),
+		[]byte("42 (my (weird) name) S 1 42 42 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 1 0 123456 1 1 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0\n"), 0o644))
+	got, err := readStartTime(dir)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(123456), got)
+
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "stat"), []byte("42 (short) S 1\n"), 0o644))
+	_, err = readStartTime(dir)
+	require.ErrorContains(t, err, "want at least 22")
+}
+
+func TestResolverUnreadableIsNotGone(t *testing.T) {
+	root := copyProc(t)
+	require.NoError(t, os.WriteFile(filepath.Join(root, "1001", "cgroup"), []byte("garbage"), 0o644))
+	_, err := NewResolver(root).Lookup(1001)
+	require.ErrorIs(t, err, ErrUnreadable)
+	require.NotErrorIs(t, err, ErrProcessGone)
 }
 
 func TestResolverProcessGone(t *testing.T) {

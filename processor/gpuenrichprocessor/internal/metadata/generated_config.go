@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"go.opentelemetry.io/collector/confmap"
+	"go.opentelemetry.io/collector/filter"
 )
 
 // HwGpuMemoryUtilizationMetricConfig provides config for the hw.gpu.memory.utilization metric.
@@ -65,6 +66,54 @@ func (ms *NvidiaGpuAttributionErrorsMetricConfig) Unmarshal(parser *confmap.Conf
 	}
 
 	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+// NvidiaGpuAttributionUnmappedDevicesMetricAttributeKey specifies the key of an attribute for the nvidia.gpu.attribution.unmapped_devices metric.
+type NvidiaGpuAttributionUnmappedDevicesMetricAttributeKey string
+
+const (
+	NvidiaGpuAttributionUnmappedDevicesMetricAttributeKeyNvidiaGpuResourceName NvidiaGpuAttributionUnmappedDevicesMetricAttributeKey = "nvidia.gpu.resource_name"
+)
+
+// NvidiaGpuAttributionUnmappedDevicesMetricConfig provides config for the nvidia.gpu.attribution.unmapped_devices metric.
+type NvidiaGpuAttributionUnmappedDevicesMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+
+	AggregationStrategy string                                                  `mapstructure:"aggregation_strategy"`
+	EnabledAttributes   []NvidiaGpuAttributionUnmappedDevicesMetricAttributeKey `mapstructure:"attributes"`
+}
+
+func (ms *NvidiaGpuAttributionUnmappedDevicesMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+func (ms *NvidiaGpuAttributionUnmappedDevicesMetricConfig) Validate() error {
+	for _, val := range ms.EnabledAttributes {
+		switch val {
+		case NvidiaGpuAttributionUnmappedDevicesMetricAttributeKeyNvidiaGpuResourceName:
+		default:
+			return fmt.Errorf("metric nvidia.gpu.attribution.unmapped_devices doesn't have an attribute %v, valid attributes: [nvidia.gpu.resource_name]", val)
+		}
+	}
+
+	switch ms.AggregationStrategy {
+	case AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax:
+	default:
+		return fmt.Errorf("invalid aggregation strategy %q, valid strategies: [%s, %s, %s, %s]", ms.AggregationStrategy, AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax)
+	}
+
 	return nil
 }
 
@@ -219,6 +268,66 @@ type NvidiaGpuIdleWhileAllocatedMetricConfig struct {
 }
 
 func (ms *NvidiaGpuIdleWhileAllocatedMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+// NvidiaGpuJobEnergyMetricConfig provides config for the nvidia.gpu.job.energy metric.
+type NvidiaGpuJobEnergyMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+}
+
+func (ms *NvidiaGpuJobEnergyMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+// NvidiaGpuJobMemoryUsageMetricConfig provides config for the nvidia.gpu.job.memory.usage metric.
+type NvidiaGpuJobMemoryUsageMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+}
+
+func (ms *NvidiaGpuJobMemoryUsageMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+// NvidiaGpuJobUtilizationMetricConfig provides config for the nvidia.gpu.job.utilization metric.
+type NvidiaGpuJobUtilizationMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+}
+
+func (ms *NvidiaGpuJobUtilizationMetricConfig) Unmarshal(parser *confmap.Conf) error {
 	if parser == nil {
 		return nil
 	}
@@ -422,21 +531,25 @@ func (ms *NvidiaGpuThrottledMetricConfig) Validate() error {
 
 // MetricsConfig provides config for gpu_enrich metrics.
 type MetricsConfig struct {
-	HwGpuMemoryUtilization          HwGpuMemoryUtilizationMetricConfig          `mapstructure:"hw.gpu.memory.utilization"`
-	NvidiaGpuAttributionAge         NvidiaGpuAttributionAgeMetricConfig         `mapstructure:"nvidia.gpu.attribution.age"`
-	NvidiaGpuAttributionErrors      NvidiaGpuAttributionErrorsMetricConfig      `mapstructure:"nvidia.gpu.attribution.errors"`
-	NvidiaGpuBottleneck             NvidiaGpuBottleneckMetricConfig             `mapstructure:"nvidia.gpu.bottleneck"`
-	NvidiaGpuDevicesAllocatable     NvidiaGpuDevicesAllocatableMetricConfig     `mapstructure:"nvidia.gpu.devices.allocatable"`
-	NvidiaGpuDevicesAllocated       NvidiaGpuDevicesAllocatedMetricConfig       `mapstructure:"nvidia.gpu.devices.allocated"`
-	NvidiaGpuIdleWhileAllocated     NvidiaGpuIdleWhileAllocatedMetricConfig     `mapstructure:"nvidia.gpu.idle_while_allocated"`
-	NvidiaGpuMemoryGrowthRate       NvidiaGpuMemoryGrowthRateMetricConfig       `mapstructure:"nvidia.gpu.memory.growth_rate"`
-	NvidiaGpuMemoryLeakSuspected    NvidiaGpuMemoryLeakSuspectedMetricConfig    `mapstructure:"nvidia.gpu.memory.leak_suspected"`
-	NvidiaGpuPodEnergy              NvidiaGpuPodEnergyMetricConfig              `mapstructure:"nvidia.gpu.pod.energy"`
-	NvidiaGpuPodMemoryGrowthRate    NvidiaGpuPodMemoryGrowthRateMetricConfig    `mapstructure:"nvidia.gpu.pod.memory.growth_rate"`
-	NvidiaGpuPodMemoryLeakSuspected NvidiaGpuPodMemoryLeakSuspectedMetricConfig `mapstructure:"nvidia.gpu.pod.memory.leak_suspected"`
-	NvidiaGpuPodMemoryUsage         NvidiaGpuPodMemoryUsageMetricConfig         `mapstructure:"nvidia.gpu.pod.memory.usage"`
-	NvidiaGpuPodUtilization         NvidiaGpuPodUtilizationMetricConfig         `mapstructure:"nvidia.gpu.pod.utilization"`
-	NvidiaGpuThrottled              NvidiaGpuThrottledMetricConfig              `mapstructure:"nvidia.gpu.throttled"`
+	HwGpuMemoryUtilization              HwGpuMemoryUtilizationMetricConfig              `mapstructure:"hw.gpu.memory.utilization"`
+	NvidiaGpuAttributionAge             NvidiaGpuAttributionAgeMetricConfig             `mapstructure:"nvidia.gpu.attribution.age"`
+	NvidiaGpuAttributionErrors          NvidiaGpuAttributionErrorsMetricConfig          `mapstructure:"nvidia.gpu.attribution.errors"`
+	NvidiaGpuAttributionUnmappedDevices NvidiaGpuAttributionUnmappedDevicesMetricConfig `mapstructure:"nvidia.gpu.attribution.unmapped_devices"`
+	NvidiaGpuBottleneck                 NvidiaGpuBottleneckMetricConfig                 `mapstructure:"nvidia.gpu.bottleneck"`
+	NvidiaGpuDevicesAllocatable         NvidiaGpuDevicesAllocatableMetricConfig         `mapstructure:"nvidia.gpu.devices.allocatable"`
+	NvidiaGpuDevicesAllocated           NvidiaGpuDevicesAllocatedMetricConfig           `mapstructure:"nvidia.gpu.devices.allocated"`
+	NvidiaGpuIdleWhileAllocated         NvidiaGpuIdleWhileAllocatedMetricConfig         `mapstructure:"nvidia.gpu.idle_while_allocated"`
+	NvidiaGpuJobEnergy                  NvidiaGpuJobEnergyMetricConfig                  `mapstructure:"nvidia.gpu.job.energy"`
+	NvidiaGpuJobMemoryUsage             NvidiaGpuJobMemoryUsageMetricConfig             `mapstructure:"nvidia.gpu.job.memory.usage"`
+	NvidiaGpuJobUtilization             NvidiaGpuJobUtilizationMetricConfig             `mapstructure:"nvidia.gpu.job.utilization"`
+	NvidiaGpuMemoryGrowthRate           NvidiaGpuMemoryGrowthRateMetricConfig           `mapstructure:"nvidia.gpu.memory.growth_rate"`
+	NvidiaGpuMemoryLeakSuspected        NvidiaGpuMemoryLeakSuspectedMetricConfig        `mapstructure:"nvidia.gpu.memory.leak_suspected"`
+	NvidiaGpuPodEnergy                  NvidiaGpuPodEnergyMetricConfig                  `mapstructure:"nvidia.gpu.pod.energy"`
+	NvidiaGpuPodMemoryGrowthRate        NvidiaGpuPodMemoryGrowthRateMetricConfig        `mapstructure:"nvidia.gpu.pod.memory.growth_rate"`
+	NvidiaGpuPodMemoryLeakSuspected     NvidiaGpuPodMemoryLeakSuspectedMetricConfig     `mapstructure:"nvidia.gpu.pod.memory.leak_suspected"`
+	NvidiaGpuPodMemoryUsage             NvidiaGpuPodMemoryUsageMetricConfig             `mapstructure:"nvidia.gpu.pod.memory.usage"`
+	NvidiaGpuPodUtilization             NvidiaGpuPodUtilizationMetricConfig             `mapstructure:"nvidia.gpu.pod.utilization"`
+	NvidiaGpuThrottled                  NvidiaGpuThrottledMetricConfig                  `mapstructure:"nvidia.gpu.throttled"`
 }
 
 func DefaultMetricsConfig() MetricsConfig {
@@ -449,6 +562,11 @@ func DefaultMetricsConfig() MetricsConfig {
 		},
 		NvidiaGpuAttributionErrors: NvidiaGpuAttributionErrorsMetricConfig{
 			Enabled: true,
+		},
+		NvidiaGpuAttributionUnmappedDevices: NvidiaGpuAttributionUnmappedDevicesMetricConfig{
+			Enabled:             true,
+			AggregationStrategy: AggregationStrategyAvg,
+			EnabledAttributes:   []NvidiaGpuAttributionUnmappedDevicesMetricAttributeKey{NvidiaGpuAttributionUnmappedDevicesMetricAttributeKeyNvidiaGpuResourceName},
 		},
 		NvidiaGpuBottleneck: NvidiaGpuBottleneckMetricConfig{
 			Enabled:             true,
@@ -466,6 +584,15 @@ func DefaultMetricsConfig() MetricsConfig {
 			EnabledAttributes:   []NvidiaGpuDevicesAllocatedMetricAttributeKey{NvidiaGpuDevicesAllocatedMetricAttributeKeyNvidiaGpuResourceName},
 		},
 		NvidiaGpuIdleWhileAllocated: NvidiaGpuIdleWhileAllocatedMetricConfig{
+			Enabled: true,
+		},
+		NvidiaGpuJobEnergy: NvidiaGpuJobEnergyMetricConfig{
+			Enabled: true,
+		},
+		NvidiaGpuJobMemoryUsage: NvidiaGpuJobMemoryUsageMetricConfig{
+			Enabled: true,
+		},
+		NvidiaGpuJobUtilization: NvidiaGpuJobUtilizationMetricConfig{
 			Enabled: true,
 		},
 		NvidiaGpuMemoryGrowthRate: NvidiaGpuMemoryGrowthRateMetricConfig{
@@ -497,14 +624,87 @@ func DefaultMetricsConfig() MetricsConfig {
 	}
 }
 
+// ResourceAttributeConfig provides common config for a particular resource attribute.
+type ResourceAttributeConfig struct {
+	Enabled bool `mapstructure:"enabled"`
+	// Experimental: MetricsInclude defines a list of filters for attribute values.
+	// If the list is not empty, only metrics with matching resource attribute values will be emitted.
+	MetricsInclude []filter.Config `mapstructure:"metrics_include"`
+	// Experimental: MetricsExclude defines a list of filters for attribute values.
+	// If the list is not empty, metrics with matching resource attribute values will not be emitted.
+	// MetricsInclude has higher priority than MetricsExclude.
+	MetricsExclude []filter.Config `mapstructure:"metrics_exclude"`
+
+	enabledSetByUser bool
+}
+
+func (rac *ResourceAttributeConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+	err := parser.Unmarshal(rac)
+	if err != nil {
+		return err
+	}
+	rac.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+// ResourceAttributesConfig provides config for gpu_enrich resource attributes.
+type ResourceAttributesConfig struct {
+	ContainerID                ResourceAttributeConfig `mapstructure:"container.id"`
+	K8sContainerName           ResourceAttributeConfig `mapstructure:"k8s.container.name"`
+	K8sNamespaceName           ResourceAttributeConfig `mapstructure:"k8s.namespace.name"`
+	K8sPodName                 ResourceAttributeConfig `mapstructure:"k8s.pod.name"`
+	K8sPodUID                  ResourceAttributeConfig `mapstructure:"k8s.pod.uid"`
+	K8sResourceclaimName       ResourceAttributeConfig `mapstructure:"k8s.resourceclaim.name"`
+	NvidiaGpuAttributionMethod ResourceAttributeConfig `mapstructure:"nvidia.gpu.attribution.method"`
+	SlurmJobID                 ResourceAttributeConfig `mapstructure:"slurm.job.id"`
+	SlurmJobStep               ResourceAttributeConfig `mapstructure:"slurm.job.step"`
+}
+
+func DefaultResourceAttributesConfig() ResourceAttributesConfig {
+	return ResourceAttributesConfig{
+		ContainerID: ResourceAttributeConfig{
+			Enabled: true,
+		},
+		K8sContainerName: ResourceAttributeConfig{
+			Enabled: true,
+		},
+		K8sNamespaceName: ResourceAttributeConfig{
+			Enabled: true,
+		},
+		K8sPodName: ResourceAttributeConfig{
+			Enabled: true,
+		},
+		K8sPodUID: ResourceAttributeConfig{
+			Enabled: true,
+		},
+		K8sResourceclaimName: ResourceAttributeConfig{
+			Enabled: true,
+		},
+		NvidiaGpuAttributionMethod: ResourceAttributeConfig{
+			Enabled: true,
+		},
+		SlurmJobID: ResourceAttributeConfig{
+			Enabled: true,
+		},
+		SlurmJobStep: ResourceAttributeConfig{
+			Enabled: true,
+		},
+	}
+}
+
 // MetricsBuilderConfig is a configuration for gpu_enrich metrics builder.
 type MetricsBuilderConfig struct {
-	Metrics MetricsConfig `mapstructure:"metrics"`
+	Metrics            MetricsConfig            `mapstructure:"metrics"`
+	ResourceAttributes ResourceAttributesConfig `mapstructure:"resource_attributes"`
 }
 
 func NewDefaultMetricsBuilderConfig() MetricsBuilderConfig {
 	return MetricsBuilderConfig{
-		Metrics: DefaultMetricsConfig(),
+		Metrics:            DefaultMetricsConfig(),
+		ResourceAttributes: DefaultResourceAttributesConfig(),
 	}
 }
 

@@ -35,6 +35,11 @@ func TestMetricsBuilderConfig(t *testing.T) {
 					NvidiaGpuAttributionErrors: NvidiaGpuAttributionErrorsMetricConfig{
 						Enabled: true,
 					},
+					NvidiaGpuAttributionUnmappedDevices: NvidiaGpuAttributionUnmappedDevicesMetricConfig{
+						Enabled:             true,
+						AggregationStrategy: AggregationStrategyAvg,
+						EnabledAttributes:   []NvidiaGpuAttributionUnmappedDevicesMetricAttributeKey{NvidiaGpuAttributionUnmappedDevicesMetricAttributeKeyNvidiaGpuResourceName},
+					},
 					NvidiaGpuBottleneck: NvidiaGpuBottleneckMetricConfig{
 						Enabled:             true,
 						AggregationStrategy: AggregationStrategySum,
@@ -51,6 +56,15 @@ func TestMetricsBuilderConfig(t *testing.T) {
 						EnabledAttributes:   []NvidiaGpuDevicesAllocatedMetricAttributeKey{NvidiaGpuDevicesAllocatedMetricAttributeKeyNvidiaGpuResourceName},
 					},
 					NvidiaGpuIdleWhileAllocated: NvidiaGpuIdleWhileAllocatedMetricConfig{
+						Enabled: true,
+					},
+					NvidiaGpuJobEnergy: NvidiaGpuJobEnergyMetricConfig{
+						Enabled: true,
+					},
+					NvidiaGpuJobMemoryUsage: NvidiaGpuJobMemoryUsageMetricConfig{
+						Enabled: true,
+					},
+					NvidiaGpuJobUtilization: NvidiaGpuJobUtilizationMetricConfig{
 						Enabled: true,
 					},
 					NvidiaGpuMemoryGrowthRate: NvidiaGpuMemoryGrowthRateMetricConfig{
@@ -79,6 +93,17 @@ func TestMetricsBuilderConfig(t *testing.T) {
 						AggregationStrategy: AggregationStrategySum,
 						EnabledAttributes:   []NvidiaGpuThrottledMetricAttributeKey{NvidiaGpuThrottledMetricAttributeKeyNvidiaGpuThrottleCause},
 					},
+				},
+				ResourceAttributes: ResourceAttributesConfig{
+					ContainerID:                ResourceAttributeConfig{Enabled: true},
+					K8sContainerName:           ResourceAttributeConfig{Enabled: true},
+					K8sNamespaceName:           ResourceAttributeConfig{Enabled: true},
+					K8sPodName:                 ResourceAttributeConfig{Enabled: true},
+					K8sPodUID:                  ResourceAttributeConfig{Enabled: true},
+					K8sResourceclaimName:       ResourceAttributeConfig{Enabled: true},
+					NvidiaGpuAttributionMethod: ResourceAttributeConfig{Enabled: true},
+					SlurmJobID:                 ResourceAttributeConfig{Enabled: true},
+					SlurmJobStep:               ResourceAttributeConfig{Enabled: true},
 				},
 			},
 		},
@@ -95,6 +120,11 @@ func TestMetricsBuilderConfig(t *testing.T) {
 					NvidiaGpuAttributionErrors: NvidiaGpuAttributionErrorsMetricConfig{
 						Enabled: false,
 					},
+					NvidiaGpuAttributionUnmappedDevices: NvidiaGpuAttributionUnmappedDevicesMetricConfig{
+						Enabled:             false,
+						AggregationStrategy: AggregationStrategyAvg,
+						EnabledAttributes:   []NvidiaGpuAttributionUnmappedDevicesMetricAttributeKey{NvidiaGpuAttributionUnmappedDevicesMetricAttributeKeyNvidiaGpuResourceName},
+					},
 					NvidiaGpuBottleneck: NvidiaGpuBottleneckMetricConfig{
 						Enabled:             false,
 						AggregationStrategy: AggregationStrategySum,
@@ -111,6 +141,15 @@ func TestMetricsBuilderConfig(t *testing.T) {
 						EnabledAttributes:   []NvidiaGpuDevicesAllocatedMetricAttributeKey{NvidiaGpuDevicesAllocatedMetricAttributeKeyNvidiaGpuResourceName},
 					},
 					NvidiaGpuIdleWhileAllocated: NvidiaGpuIdleWhileAllocatedMetricConfig{
+						Enabled: false,
+					},
+					NvidiaGpuJobEnergy: NvidiaGpuJobEnergyMetricConfig{
+						Enabled: false,
+					},
+					NvidiaGpuJobMemoryUsage: NvidiaGpuJobMemoryUsageMetricConfig{
+						Enabled: false,
+					},
+					NvidiaGpuJobUtilization: NvidiaGpuJobUtilizationMetricConfig{
 						Enabled: false,
 					},
 					NvidiaGpuMemoryGrowthRate: NvidiaGpuMemoryGrowthRateMetricConfig{
@@ -140,16 +179,39 @@ func TestMetricsBuilderConfig(t *testing.T) {
 						EnabledAttributes:   []NvidiaGpuThrottledMetricAttributeKey{NvidiaGpuThrottledMetricAttributeKeyNvidiaGpuThrottleCause},
 					},
 				},
+				ResourceAttributes: ResourceAttributesConfig{
+					ContainerID:                ResourceAttributeConfig{Enabled: false},
+					K8sContainerName:           ResourceAttributeConfig{Enabled: false},
+					K8sNamespaceName:           ResourceAttributeConfig{Enabled: false},
+					K8sPodName:                 ResourceAttributeConfig{Enabled: false},
+					K8sPodUID:                  ResourceAttributeConfig{Enabled: false},
+					K8sResourceclaimName:       ResourceAttributeConfig{Enabled: false},
+					NvidiaGpuAttributionMethod: ResourceAttributeConfig{Enabled: false},
+					SlurmJobID:                 ResourceAttributeConfig{Enabled: false},
+					SlurmJobStep:               ResourceAttributeConfig{Enabled: false},
+				},
 			},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := loadMetricsBuilderConfig(t, tt.name)
-			diff := cmp.Diff(tt.want, cfg, cmpopts.IgnoreUnexported(HwGpuMemoryUtilizationMetricConfig{}, NvidiaGpuAttributionAgeMetricConfig{}, NvidiaGpuAttributionErrorsMetricConfig{}, NvidiaGpuBottleneckMetricConfig{}, NvidiaGpuDevicesAllocatableMetricConfig{}, NvidiaGpuDevicesAllocatedMetricConfig{}, NvidiaGpuIdleWhileAllocatedMetricConfig{}, NvidiaGpuMemoryGrowthRateMetricConfig{}, NvidiaGpuMemoryLeakSuspectedMetricConfig{}, NvidiaGpuPodEnergyMetricConfig{}, NvidiaGpuPodMemoryGrowthRateMetricConfig{}, NvidiaGpuPodMemoryLeakSuspectedMetricConfig{}, NvidiaGpuPodMemoryUsageMetricConfig{}, NvidiaGpuPodUtilizationMetricConfig{}, NvidiaGpuThrottledMetricConfig{}))
+			diff := cmp.Diff(tt.want, cfg, cmpopts.IgnoreUnexported(HwGpuMemoryUtilizationMetricConfig{}, NvidiaGpuAttributionAgeMetricConfig{}, NvidiaGpuAttributionErrorsMetricConfig{}, NvidiaGpuAttributionUnmappedDevicesMetricConfig{}, NvidiaGpuBottleneckMetricConfig{}, NvidiaGpuDevicesAllocatableMetricConfig{}, NvidiaGpuDevicesAllocatedMetricConfig{}, NvidiaGpuIdleWhileAllocatedMetricConfig{}, NvidiaGpuJobEnergyMetricConfig{}, NvidiaGpuJobMemoryUsageMetricConfig{}, NvidiaGpuJobUtilizationMetricConfig{}, NvidiaGpuMemoryGrowthRateMetricConfig{}, NvidiaGpuMemoryLeakSuspectedMetricConfig{}, NvidiaGpuPodEnergyMetricConfig{}, NvidiaGpuPodMemoryGrowthRateMetricConfig{}, NvidiaGpuPodMemoryLeakSuspectedMetricConfig{}, NvidiaGpuPodMemoryUsageMetricConfig{}, NvidiaGpuPodUtilizationMetricConfig{}, NvidiaGpuThrottledMetricConfig{}, ResourceAttributeConfig{}))
 			require.Emptyf(t, diff, "Config mismatch (-expected +actual):\n%s", diff)
 		})
 	}
+}
+
+func TestNvidiaGpuAttributionUnmappedDevicesMetricsConfig_Validate(t *testing.T) {
+	cfg := DefaultMetricsConfig().NvidiaGpuAttributionUnmappedDevices
+	require.NoError(t, cfg.Validate())
+
+	cfg.EnabledAttributes = []NvidiaGpuAttributionUnmappedDevicesMetricAttributeKey{"invalid"}
+	require.ErrorContains(t, cfg.Validate(), "metric nvidia.gpu.attribution.unmapped_devices doesn't have an attribute invalid, valid attributes: [nvidia.gpu.resource_name]")
+
+	cfg = DefaultMetricsConfig().NvidiaGpuAttributionUnmappedDevices
+	cfg.AggregationStrategy = "invalid"
+	require.ErrorContains(t, cfg.Validate(), "invalid aggregation strategy")
 }
 
 func TestNvidiaGpuBottleneckMetricsConfig_Validate(t *testing.T) {
@@ -207,5 +269,64 @@ func loadMetricsBuilderConfig(t *testing.T, name string) MetricsBuilderConfig {
 	require.NoError(t, err)
 	cfg := NewDefaultMetricsBuilderConfig()
 	require.NoError(t, sub.Unmarshal(&cfg, confmap.WithIgnoreUnused()))
+	return cfg
+}
+
+func TestResourceAttributesConfig(t *testing.T) {
+	tests := []struct {
+		name string
+		want ResourceAttributesConfig
+	}{
+		{
+			name: "default",
+			want: DefaultResourceAttributesConfig(),
+		},
+		{
+			name: "all_set",
+			want: ResourceAttributesConfig{
+				ContainerID:                ResourceAttributeConfig{Enabled: true},
+				K8sContainerName:           ResourceAttributeConfig{Enabled: true},
+				K8sNamespaceName:           ResourceAttributeConfig{Enabled: true},
+				K8sPodName:                 ResourceAttributeConfig{Enabled: true},
+				K8sPodUID:                  ResourceAttributeConfig{Enabled: true},
+				K8sResourceclaimName:       ResourceAttributeConfig{Enabled: true},
+				NvidiaGpuAttributionMethod: ResourceAttributeConfig{Enabled: true},
+				SlurmJobID:                 ResourceAttributeConfig{Enabled: true},
+				SlurmJobStep:               ResourceAttributeConfig{Enabled: true},
+			},
+		},
+		{
+			name: "none_set",
+			want: ResourceAttributesConfig{
+				ContainerID:                ResourceAttributeConfig{Enabled: false},
+				K8sContainerName:           ResourceAttributeConfig{Enabled: false},
+				K8sNamespaceName:           ResourceAttributeConfig{Enabled: false},
+				K8sPodName:                 ResourceAttributeConfig{Enabled: false},
+				K8sPodUID:                  ResourceAttributeConfig{Enabled: false},
+				K8sResourceclaimName:       ResourceAttributeConfig{Enabled: false},
+				NvidiaGpuAttributionMethod: ResourceAttributeConfig{Enabled: false},
+				SlurmJobID:                 ResourceAttributeConfig{Enabled: false},
+				SlurmJobStep:               ResourceAttributeConfig{Enabled: false},
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := loadResourceAttributesConfig(t, tt.name)
+			diff := cmp.Diff(tt.want, cfg, cmpopts.IgnoreUnexported(ResourceAttributeConfig{}))
+			require.Emptyf(t, diff, "Config mismatch (-expected +actual):\n%s", diff)
+		})
+	}
+}
+
+func loadResourceAttributesConfig(t *testing.T, name string) ResourceAttributesConfig {
+	cm, err := confmaptest.LoadConf(filepath.Join("testdata", "config.yaml"))
+	require.NoError(t, err)
+	sub, err := cm.Sub(name)
+	require.NoError(t, err)
+	sub, err = sub.Sub("resource_attributes")
+	require.NoError(t, err)
+	cfg := DefaultResourceAttributesConfig()
+	require.NoError(t, sub.Unmarshal(&cfg))
 	return cfg
 }

@@ -4,8 +4,10 @@ package metadata
 
 import (
 	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/filter"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.opentelemetry.io/collector/processor"
 	"slices"
 	"time"
 )
@@ -91,6 +93,10 @@ var MetricsInfo = metricsInfo{
 	NvidiaGpuAttributionErrors: metricInfo{
 		Name: "nvidia.gpu.attribution.errors",
 	},
+	NvidiaGpuAttributionUnmappedDevices: metricInfo{
+		Name:       "nvidia.gpu.attribution.unmapped_devices",
+		Attributes: []string{"nvidia.gpu.resource_name"},
+	},
 	NvidiaGpuBottleneck: metricInfo{
 		Name:       "nvidia.gpu.bottleneck",
 		Attributes: []string{"nvidia.gpu.bottleneck.class"},
@@ -105,6 +111,15 @@ var MetricsInfo = metricsInfo{
 	},
 	NvidiaGpuIdleWhileAllocated: metricInfo{
 		Name: "nvidia.gpu.idle_while_allocated",
+	},
+	NvidiaGpuJobEnergy: metricInfo{
+		Name: "nvidia.gpu.job.energy",
+	},
+	NvidiaGpuJobMemoryUsage: metricInfo{
+		Name: "nvidia.gpu.job.memory.usage",
+	},
+	NvidiaGpuJobUtilization: metricInfo{
+		Name: "nvidia.gpu.job.utilization",
 	},
 	NvidiaGpuMemoryGrowthRate: metricInfo{
 		Name: "nvidia.gpu.memory.growth_rate",
@@ -134,21 +149,25 @@ var MetricsInfo = metricsInfo{
 }
 
 type metricsInfo struct {
-	HwGpuMemoryUtilization          metricInfo
-	NvidiaGpuAttributionAge         metricInfo
-	NvidiaGpuAttributionErrors      metricInfo
-	NvidiaGpuBottleneck             metricInfo
-	NvidiaGpuDevicesAllocatable     metricInfo
-	NvidiaGpuDevicesAllocated       metricInfo
-	NvidiaGpuIdleWhileAllocated     metricInfo
-	NvidiaGpuMemoryGrowthRate       metricInfo
-	NvidiaGpuMemoryLeakSuspected    metricInfo
-	NvidiaGpuPodEnergy              metricInfo
-	NvidiaGpuPodMemoryGrowthRate    metricInfo
-	NvidiaGpuPodMemoryLeakSuspected metricInfo
-	NvidiaGpuPodMemoryUsage         metricInfo
-	NvidiaGpuPodUtilization         metricInfo
-	NvidiaGpuThrottled              metricInfo
+	HwGpuMemoryUtilization              metricInfo
+	NvidiaGpuAttributionAge             metricInfo
+	NvidiaGpuAttributionErrors          metricInfo
+	NvidiaGpuAttributionUnmappedDevices metricInfo
+	NvidiaGpuBottleneck                 metricInfo
+	NvidiaGpuDevicesAllocatable         metricInfo
+	NvidiaGpuDevicesAllocated           metricInfo
+	NvidiaGpuIdleWhileAllocated         metricInfo
+	NvidiaGpuJobEnergy                  metricInfo
+	NvidiaGpuJobMemoryUsage             metricInfo
+	NvidiaGpuJobUtilization             metricInfo
+	NvidiaGpuMemoryGrowthRate           metricInfo
+	NvidiaGpuMemoryLeakSuspected        metricInfo
+	NvidiaGpuPodEnergy                  metricInfo
+	NvidiaGpuPodMemoryGrowthRate        metricInfo
+	NvidiaGpuPodMemoryLeakSuspected     metricInfo
+	NvidiaGpuPodMemoryUsage             metricInfo
+	NvidiaGpuPodUtilization             metricInfo
+	NvidiaGpuThrottled                  metricInfo
 }
 
 type metricInfo struct {
@@ -300,6 +319,95 @@ func (m *metricNvidiaGpuAttributionErrors) emit(metrics pmetric.MetricSlice) {
 
 func newMetricNvidiaGpuAttributionErrors(cfg NvidiaGpuAttributionErrorsMetricConfig) metricNvidiaGpuAttributionErrors {
 	m := metricNvidiaGpuAttributionErrors{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
+type metricNvidiaGpuAttributionUnmappedDevices struct {
+	data          pmetric.Metric                                  // data buffer for generated metric.
+	config        NvidiaGpuAttributionUnmappedDevicesMetricConfig // metric config provided by user.
+	capacity      int                                             // max observed number of data points added to the metric.
+	aggDataPoints []int64                                         // slice containing number of aggregated datapoints at each index
+}
+
+// init fills nvidia.gpu.attribution.unmapped_devices metric with initial data.
+func (m *metricNvidiaGpuAttributionUnmappedDevices) init() {
+	m.data.SetName("nvidia.gpu.attribution.unmapped_devices")
+	m.data.SetDescription("Devices the kubelet allocated (device-plugin IDs or DRA claim devices) that map to no GPU or MIG instance of this node: an ID scheme not recognised, or a GPU the receiver does not see. Their pods are not attributed; the log names an example once.")
+	m.data.SetUnit("{device}")
+	m.data.SetEmptyGauge()
+	m.data.Gauge().DataPoints().EnsureCapacity(m.capacity)
+	m.aggDataPoints = m.aggDataPoints[:0]
+}
+
+func (m *metricNvidiaGpuAttributionUnmappedDevices) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val int64, nvidiaGpuResourceNameAttributeValue string) {
+	if !m.config.Enabled {
+		return
+	}
+
+	dp := pmetric.NewNumberDataPoint()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	if slices.Contains(m.config.EnabledAttributes, NvidiaGpuAttributionUnmappedDevicesMetricAttributeKeyNvidiaGpuResourceName) {
+		dp.Attributes().PutStr("nvidia.gpu.resource_name", nvidiaGpuResourceNameAttributeValue)
+	}
+
+	var s string
+	dps := m.data.Gauge().DataPoints()
+	for i := 0; i < dps.Len(); i++ {
+		dpi := dps.At(i)
+		if dp.Attributes().Equal(dpi.Attributes()) && dp.StartTimestamp() == dpi.StartTimestamp() && dp.Timestamp() == dpi.Timestamp() {
+			switch s = m.config.AggregationStrategy; s {
+			case AggregationStrategySum, AggregationStrategyAvg:
+				dpi.SetIntValue(dpi.IntValue() + val)
+				m.aggDataPoints[i] += 1
+				return
+			case AggregationStrategyMin:
+				if dpi.IntValue() > val {
+					dpi.SetIntValue(val)
+				}
+				return
+			case AggregationStrategyMax:
+				if dpi.IntValue() < val {
+					dpi.SetIntValue(val)
+				}
+				return
+			}
+		}
+	}
+
+	dp.SetIntValue(val)
+	m.aggDataPoints = append(m.aggDataPoints, 1)
+	dp.MoveTo(dps.AppendEmpty())
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricNvidiaGpuAttributionUnmappedDevices) updateCapacity() {
+	if m.data.Gauge().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Gauge().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricNvidiaGpuAttributionUnmappedDevices) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Gauge().DataPoints().Len() > 0 {
+		if m.config.AggregationStrategy == AggregationStrategyAvg {
+			for i, aggCount := range m.aggDataPoints {
+				m.data.Gauge().DataPoints().At(i).SetIntValue(m.data.Gauge().DataPoints().At(i).IntValue() / aggCount)
+			}
+		}
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricNvidiaGpuAttributionUnmappedDevices(cfg NvidiaGpuAttributionUnmappedDevicesMetricConfig) metricNvidiaGpuAttributionUnmappedDevices {
+	m := metricNvidiaGpuAttributionUnmappedDevices{config: cfg}
 
 	if cfg.Enabled {
 		m.data = pmetric.NewMetric()
@@ -633,6 +741,160 @@ func newMetricNvidiaGpuIdleWhileAllocated(cfg NvidiaGpuIdleWhileAllocatedMetricC
 	return m
 }
 
+type metricNvidiaGpuJobEnergy struct {
+	data     pmetric.Metric                 // data buffer for generated metric.
+	config   NvidiaGpuJobEnergyMetricConfig // metric config provided by user.
+	capacity int                            // max observed number of data points added to the metric.
+}
+
+// init fills nvidia.gpu.job.energy metric with initial data.
+func (m *metricNvidiaGpuJobEnergy) init() {
+	m.data.SetName("nvidia.gpu.job.energy")
+	m.data.SetDescription("Energy the Slurm job used on the GPU since it was first seen there: the GPU's energy in each interval split between its users by their share of SM utilization (framebuffer share when no process is busy).")
+	m.data.SetUnit("J")
+	m.data.SetEmptySum()
+	m.data.Sum().SetIsMonotonic(true)
+	m.data.Sum().SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+}
+
+func (m *metricNvidiaGpuJobEnergy) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val float64) {
+	if !m.config.Enabled {
+		return
+	}
+	dp := m.data.Sum().DataPoints().AppendEmpty()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	dp.SetDoubleValue(val)
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricNvidiaGpuJobEnergy) updateCapacity() {
+	if m.data.Sum().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Sum().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricNvidiaGpuJobEnergy) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Sum().DataPoints().Len() > 0 {
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricNvidiaGpuJobEnergy(cfg NvidiaGpuJobEnergyMetricConfig) metricNvidiaGpuJobEnergy {
+	m := metricNvidiaGpuJobEnergy{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
+type metricNvidiaGpuJobMemoryUsage struct {
+	data     pmetric.Metric                      // data buffer for generated metric.
+	config   NvidiaGpuJobMemoryUsageMetricConfig // metric config provided by user.
+	capacity int                                 // max observed number of data points added to the metric.
+}
+
+// init fills nvidia.gpu.job.memory.usage metric with initial data.
+func (m *metricNvidiaGpuJobMemoryUsage) init() {
+	m.data.SetName("nvidia.gpu.job.memory.usage")
+	m.data.SetDescription("Framebuffer the Slurm job's processes use on the GPU.")
+	m.data.SetUnit("By")
+	m.data.SetEmptySum()
+	m.data.Sum().SetIsMonotonic(false)
+	m.data.Sum().SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+}
+
+func (m *metricNvidiaGpuJobMemoryUsage) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val int64) {
+	if !m.config.Enabled {
+		return
+	}
+	dp := m.data.Sum().DataPoints().AppendEmpty()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	dp.SetIntValue(val)
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricNvidiaGpuJobMemoryUsage) updateCapacity() {
+	if m.data.Sum().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Sum().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricNvidiaGpuJobMemoryUsage) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Sum().DataPoints().Len() > 0 {
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricNvidiaGpuJobMemoryUsage(cfg NvidiaGpuJobMemoryUsageMetricConfig) metricNvidiaGpuJobMemoryUsage {
+	m := metricNvidiaGpuJobMemoryUsage{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
+type metricNvidiaGpuJobUtilization struct {
+	data     pmetric.Metric                      // data buffer for generated metric.
+	config   NvidiaGpuJobUtilizationMetricConfig // metric config provided by user.
+	capacity int                                 // max observed number of data points added to the metric.
+}
+
+// init fills nvidia.gpu.job.utilization metric with initial data.
+func (m *metricNvidiaGpuJobUtilization) init() {
+	m.data.SetName("nvidia.gpu.job.utilization")
+	m.data.SetDescription("Share of the interval the Slurm job's processes kept the GPU's SMs busy.")
+	m.data.SetUnit("1")
+	m.data.SetEmptyGauge()
+}
+
+func (m *metricNvidiaGpuJobUtilization) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val float64) {
+	if !m.config.Enabled {
+		return
+	}
+	dp := m.data.Gauge().DataPoints().AppendEmpty()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	dp.SetDoubleValue(val)
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricNvidiaGpuJobUtilization) updateCapacity() {
+	if m.data.Gauge().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Gauge().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricNvidiaGpuJobUtilization) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Gauge().DataPoints().Len() > 0 {
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricNvidiaGpuJobUtilization(cfg NvidiaGpuJobUtilizationMetricConfig) metricNvidiaGpuJobUtilization {
+	m := metricNvidiaGpuJobUtilization{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
 type metricNvidiaGpuMemoryGrowthRate struct {
 	data     pmetric.Metric                        // data buffer for generated metric.
 	config   NvidiaGpuMemoryGrowthRateMetricConfig // metric config provided by user.
@@ -744,7 +1006,7 @@ type metricNvidiaGpuPodEnergy struct {
 // init fills nvidia.gpu.pod.energy metric with initial data.
 func (m *metricNvidiaGpuPodEnergy) init() {
 	m.data.SetName("nvidia.gpu.pod.energy")
-	m.data.SetDescription("Energy the pod used on the GPU since it was first seen there. An exclusive GPU's energy goes to its pod; a shared GPU's energy in each interval is split between pods by their share of SM utilization (by framebuffer share when no process is busy, equally between allocated pods when no process is listed).")
+	m.data.SetDescription("Energy the pod used on the GPU since it was first seen there: the GPU's energy in each interval split between its users — pods, Slurm jobs and everything else on it (host processes, other containers) — by their processes' share of SM utilization (by framebuffer share when no process is busy, equally between the pods holding the GPU when NVML lists no process). Only the pod's own processes count.")
 	m.data.SetUnit("J")
 	m.data.SetEmptySum()
 	m.data.Sum().SetIsMonotonic(true)
@@ -898,7 +1160,7 @@ type metricNvidiaGpuPodMemoryUsage struct {
 // init fills nvidia.gpu.pod.memory.usage metric with initial data.
 func (m *metricNvidiaGpuPodMemoryUsage) init() {
 	m.data.SetName("nvidia.gpu.pod.memory.usage")
-	m.data.SetDescription("Framebuffer the pod uses on the GPU (the sum of its processes; an exclusive GPU's whole usage when no process is listed).")
+	m.data.SetDescription("Framebuffer the pod uses on the GPU (the sum of its processes; the GPU's whole usage when one pod holds it and NVML lists no process at all).")
 	m.data.SetUnit("By")
 	m.data.SetEmptySum()
 	m.data.Sum().SetIsMonotonic(false)
@@ -950,7 +1212,7 @@ type metricNvidiaGpuPodUtilization struct {
 // init fills nvidia.gpu.pod.utilization metric with initial data.
 func (m *metricNvidiaGpuPodUtilization) init() {
 	m.data.SetName("nvidia.gpu.pod.utilization")
-	m.data.SetDescription("Share of the interval the pod kept the GPU's SMs busy (the sum of its processes; an exclusive GPU's utilization when no process is listed).")
+	m.data.SetDescription("Share of the interval the pod kept the GPU's SMs busy (the sum of its processes; the GPU's utilization when one pod holds it and NVML lists no process at all).")
 	m.data.SetUnit("1")
 	m.data.SetEmptyGauge()
 }
@@ -1085,26 +1347,32 @@ func newMetricNvidiaGpuThrottled(cfg NvidiaGpuThrottledMetricConfig) metricNvidi
 // MetricsBuilder provides an interface for scrapers to report metrics while taking care of all the transformations
 // required to produce metric representation defined in metadata and user config.
 type MetricsBuilder struct {
-	config                                MetricsBuilderConfig // config of the metrics builder.
-	startTime                             pcommon.Timestamp    // start time that will be applied to all recorded data points.
-	metricsCapacity                       int                  // maximum observed number of metrics per resource.
-	metricsBuffer                         pmetric.Metrics      // accumulates metrics data before emitting.
-	buildInfo                             component.BuildInfo  // contains version information.
-	metricHwGpuMemoryUtilization          metricHwGpuMemoryUtilization
-	metricNvidiaGpuAttributionAge         metricNvidiaGpuAttributionAge
-	metricNvidiaGpuAttributionErrors      metricNvidiaGpuAttributionErrors
-	metricNvidiaGpuBottleneck             metricNvidiaGpuBottleneck
-	metricNvidiaGpuDevicesAllocatable     metricNvidiaGpuDevicesAllocatable
-	metricNvidiaGpuDevicesAllocated       metricNvidiaGpuDevicesAllocated
-	metricNvidiaGpuIdleWhileAllocated     metricNvidiaGpuIdleWhileAllocated
-	metricNvidiaGpuMemoryGrowthRate       metricNvidiaGpuMemoryGrowthRate
-	metricNvidiaGpuMemoryLeakSuspected    metricNvidiaGpuMemoryLeakSuspected
-	metricNvidiaGpuPodEnergy              metricNvidiaGpuPodEnergy
-	metricNvidiaGpuPodMemoryGrowthRate    metricNvidiaGpuPodMemoryGrowthRate
-	metricNvidiaGpuPodMemoryLeakSuspected metricNvidiaGpuPodMemoryLeakSuspected
-	metricNvidiaGpuPodMemoryUsage         metricNvidiaGpuPodMemoryUsage
-	metricNvidiaGpuPodUtilization         metricNvidiaGpuPodUtilization
-	metricNvidiaGpuThrottled              metricNvidiaGpuThrottled
+	config                                    MetricsBuilderConfig // config of the metrics builder.
+	startTime                                 pcommon.Timestamp    // start time that will be applied to all recorded data points.
+	metricsCapacity                           int                  // maximum observed number of metrics per resource.
+	metricsBuffer                             pmetric.Metrics      // accumulates metrics data before emitting.
+	buildInfo                                 component.BuildInfo  // contains version information.
+	resourceAttributeIncludeFilter            map[string]filter.Filter
+	resourceAttributeExcludeFilter            map[string]filter.Filter
+	metricHwGpuMemoryUtilization              metricHwGpuMemoryUtilization
+	metricNvidiaGpuAttributionAge             metricNvidiaGpuAttributionAge
+	metricNvidiaGpuAttributionErrors          metricNvidiaGpuAttributionErrors
+	metricNvidiaGpuAttributionUnmappedDevices metricNvidiaGpuAttributionUnmappedDevices
+	metricNvidiaGpuBottleneck                 metricNvidiaGpuBottleneck
+	metricNvidiaGpuDevicesAllocatable         metricNvidiaGpuDevicesAllocatable
+	metricNvidiaGpuDevicesAllocated           metricNvidiaGpuDevicesAllocated
+	metricNvidiaGpuIdleWhileAllocated         metricNvidiaGpuIdleWhileAllocated
+	metricNvidiaGpuJobEnergy                  metricNvidiaGpuJobEnergy
+	metricNvidiaGpuJobMemoryUsage             metricNvidiaGpuJobMemoryUsage
+	metricNvidiaGpuJobUtilization             metricNvidiaGpuJobUtilization
+	metricNvidiaGpuMemoryGrowthRate           metricNvidiaGpuMemoryGrowthRate
+	metricNvidiaGpuMemoryLeakSuspected        metricNvidiaGpuMemoryLeakSuspected
+	metricNvidiaGpuPodEnergy                  metricNvidiaGpuPodEnergy
+	metricNvidiaGpuPodMemoryGrowthRate        metricNvidiaGpuPodMemoryGrowthRate
+	metricNvidiaGpuPodMemoryLeakSuspected     metricNvidiaGpuPodMemoryLeakSuspected
+	metricNvidiaGpuPodMemoryUsage             metricNvidiaGpuPodMemoryUsage
+	metricNvidiaGpuPodUtilization             metricNvidiaGpuPodUtilization
+	metricNvidiaGpuThrottled                  metricNvidiaGpuThrottled
 }
 
 // MetricBuilderOption applies changes to default metrics builder.
@@ -1123,6 +1391,99 @@ func WithStartTime(startTime pcommon.Timestamp) MetricBuilderOption {
 	return metricBuilderOptionFunc(func(mb *MetricsBuilder) {
 		mb.startTime = startTime
 	})
+}
+func NewMetricsBuilder(mbc MetricsBuilderConfig, settings processor.Settings, options ...MetricBuilderOption) *MetricsBuilder {
+	mb := &MetricsBuilder{
+		config:                           mbc,
+		startTime:                        pcommon.NewTimestampFromTime(time.Now()),
+		metricsBuffer:                    pmetric.NewMetrics(),
+		buildInfo:                        settings.BuildInfo,
+		metricHwGpuMemoryUtilization:     newMetricHwGpuMemoryUtilization(mbc.Metrics.HwGpuMemoryUtilization),
+		metricNvidiaGpuAttributionAge:    newMetricNvidiaGpuAttributionAge(mbc.Metrics.NvidiaGpuAttributionAge),
+		metricNvidiaGpuAttributionErrors: newMetricNvidiaGpuAttributionErrors(mbc.Metrics.NvidiaGpuAttributionErrors),
+		metricNvidiaGpuAttributionUnmappedDevices: newMetricNvidiaGpuAttributionUnmappedDevices(mbc.Metrics.NvidiaGpuAttributionUnmappedDevices),
+		metricNvidiaGpuBottleneck:                 newMetricNvidiaGpuBottleneck(mbc.Metrics.NvidiaGpuBottleneck),
+		metricNvidiaGpuDevicesAllocatable:         newMetricNvidiaGpuDevicesAllocatable(mbc.Metrics.NvidiaGpuDevicesAllocatable),
+		metricNvidiaGpuDevicesAllocated:           newMetricNvidiaGpuDevicesAllocated(mbc.Metrics.NvidiaGpuDevicesAllocated),
+		metricNvidiaGpuIdleWhileAllocated:         newMetricNvidiaGpuIdleWhileAllocated(mbc.Metrics.NvidiaGpuIdleWhileAllocated),
+		metricNvidiaGpuJobEnergy:                  newMetricNvidiaGpuJobEnergy(mbc.Metrics.NvidiaGpuJobEnergy),
+		metricNvidiaGpuJobMemoryUsage:             newMetricNvidiaGpuJobMemoryUsage(mbc.Metrics.NvidiaGpuJobMemoryUsage),
+		metricNvidiaGpuJobUtilization:             newMetricNvidiaGpuJobUtilization(mbc.Metrics.NvidiaGpuJobUtilization),
+		metricNvidiaGpuMemoryGrowthRate:           newMetricNvidiaGpuMemoryGrowthRate(mbc.Metrics.NvidiaGpuMemoryGrowthRate),
+		metricNvidiaGpuMemoryLeakSuspected:        newMetricNvidiaGpuMemoryLeakSuspected(mbc.Metrics.NvidiaGpuMemoryLeakSuspected),
+		metricNvidiaGpuPodEnergy:                  newMetricNvidiaGpuPodEnergy(mbc.Metrics.NvidiaGpuPodEnergy),
+		metricNvidiaGpuPodMemoryGrowthRate:        newMetricNvidiaGpuPodMemoryGrowthRate(mbc.Metrics.NvidiaGpuPodMemoryGrowthRate),
+		metricNvidiaGpuPodMemoryLeakSuspected:     newMetricNvidiaGpuPodMemoryLeakSuspected(mbc.Metrics.NvidiaGpuPodMemoryLeakSuspected),
+		metricNvidiaGpuPodMemoryUsage:             newMetricNvidiaGpuPodMemoryUsage(mbc.Metrics.NvidiaGpuPodMemoryUsage),
+		metricNvidiaGpuPodUtilization:             newMetricNvidiaGpuPodUtilization(mbc.Metrics.NvidiaGpuPodUtilization),
+		metricNvidiaGpuThrottled:                  newMetricNvidiaGpuThrottled(mbc.Metrics.NvidiaGpuThrottled),
+		resourceAttributeIncludeFilter:            make(map[string]filter.Filter),
+		resourceAttributeExcludeFilter:            make(map[string]filter.Filter),
+	}
+	if mbc.ResourceAttributes.ContainerID.MetricsInclude != nil {
+		mb.resourceAttributeIncludeFilter["container.id"] = filter.CreateFilter(mbc.ResourceAttributes.ContainerID.MetricsInclude)
+	}
+	if mbc.ResourceAttributes.ContainerID.MetricsExclude != nil {
+		mb.resourceAttributeExcludeFilter["container.id"] = filter.CreateFilter(mbc.ResourceAttributes.ContainerID.MetricsExclude)
+	}
+	if mbc.ResourceAttributes.K8sContainerName.MetricsInclude != nil {
+		mb.resourceAttributeIncludeFilter["k8s.container.name"] = filter.CreateFilter(mbc.ResourceAttributes.K8sContainerName.MetricsInclude)
+	}
+	if mbc.ResourceAttributes.K8sContainerName.MetricsExclude != nil {
+		mb.resourceAttributeExcludeFilter["k8s.container.name"] = filter.CreateFilter(mbc.ResourceAttributes.K8sContainerName.MetricsExclude)
+	}
+	if mbc.ResourceAttributes.K8sNamespaceName.MetricsInclude != nil {
+		mb.resourceAttributeIncludeFilter["k8s.namespace.name"] = filter.CreateFilter(mbc.ResourceAttributes.K8sNamespaceName.MetricsInclude)
+	}
+	if mbc.ResourceAttributes.K8sNamespaceName.MetricsExclude != nil {
+		mb.resourceAttributeExcludeFilter["k8s.namespace.name"] = filter.CreateFilter(mbc.ResourceAttributes.K8sNamespaceName.MetricsExclude)
+	}
+	if mbc.ResourceAttributes.K8sPodName.MetricsInclude != nil {
+		mb.resourceAttributeIncludeFilter["k8s.pod.name"] = filter.CreateFilter(mbc.ResourceAttributes.K8sPodName.MetricsInclude)
+	}
+	if mbc.ResourceAttributes.K8sPodName.MetricsExclude != nil {
+		mb.resourceAttributeExcludeFilter["k8s.pod.name"] = filter.CreateFilter(mbc.ResourceAttributes.K8sPodName.MetricsExclude)
+	}
+	if mbc.ResourceAttributes.K8sPodUID.MetricsInclude != nil {
+		mb.resourceAttributeIncludeFilter["k8s.pod.uid"] = filter.CreateFilter(mbc.ResourceAttributes.K8sPodUID.MetricsInclude)
+	}
+	if mbc.ResourceAttributes.K8sPodUID.MetricsExclude != nil {
+		mb.resourceAttributeExcludeFilter["k8s.pod.uid"] = filter.CreateFilter(mbc.ResourceAttributes.K8sPodUID.MetricsExclude)
+	}
+	if mbc.ResourceAttributes.K8sResourceclaimName.MetricsInclude != nil {
+		mb.resourceAttributeIncludeFilter["k8s.resourceclaim.name"] = filter.CreateFilter(mbc.ResourceAttributes.K8sResourceclaimName.MetricsInclude)
+	}
+	if mbc.ResourceAttributes.K8sResourceclaimName.MetricsExclude != nil {
+		mb.resourceAttributeExcludeFilter["k8s.resourceclaim.name"] = filter.CreateFilter(mbc.ResourceAttributes.K8sResourceclaimName.MetricsExclude)
+	}
+	if mbc.ResourceAttributes.NvidiaGpuAttributionMethod.MetricsInclude != nil {
+		mb.resourceAttributeIncludeFilter["nvidia.gpu.attribution.method"] = filter.CreateFilter(mbc.ResourceAttributes.NvidiaGpuAttributionMethod.MetricsInclude)
+	}
+	if mbc.ResourceAttributes.NvidiaGpuAttributionMethod.MetricsExclude != nil {
+		mb.resourceAttributeExcludeFilter["nvidia.gpu.attribution.method"] = filter.CreateFilter(mbc.ResourceAttributes.NvidiaGpuAttributionMethod.MetricsExclude)
+	}
+	if mbc.ResourceAttributes.SlurmJobID.MetricsInclude != nil {
+		mb.resourceAttributeIncludeFilter["slurm.job.id"] = filter.CreateFilter(mbc.ResourceAttributes.SlurmJobID.MetricsInclude)
+	}
+	if mbc.ResourceAttributes.SlurmJobID.MetricsExclude != nil {
+		mb.resourceAttributeExcludeFilter["slurm.job.id"] = filter.CreateFilter(mbc.ResourceAttributes.SlurmJobID.MetricsExclude)
+	}
+	if mbc.ResourceAttributes.SlurmJobStep.MetricsInclude != nil {
+		mb.resourceAttributeIncludeFilter["slurm.job.step"] = filter.CreateFilter(mbc.ResourceAttributes.SlurmJobStep.MetricsInclude)
+	}
+	if mbc.ResourceAttributes.SlurmJobStep.MetricsExclude != nil {
+		mb.resourceAttributeExcludeFilter["slurm.job.step"] = filter.CreateFilter(mbc.ResourceAttributes.SlurmJobStep.MetricsExclude)
+	}
+
+	for _, op := range options {
+		op.apply(mb)
+	}
+	return mb
+}
+
+// NewResourceBuilder returns a new resource builder that should be used to build a resource associated with for the emitted metrics.
+func (mb *MetricsBuilder) NewResourceBuilder() *ResourceBuilder {
+	return NewResourceBuilder(mb.config.ResourceAttributes)
 }
 
 // updateCapacity updates max length of metrics and resource attributes that will be used for the slice capacity.
@@ -1185,10 +1546,14 @@ func (mb *MetricsBuilder) EmitForResource(options ...ResourceMetricsOption) {
 	mb.metricHwGpuMemoryUtilization.emit(ils.Metrics())
 	mb.metricNvidiaGpuAttributionAge.emit(ils.Metrics())
 	mb.metricNvidiaGpuAttributionErrors.emit(ils.Metrics())
+	mb.metricNvidiaGpuAttributionUnmappedDevices.emit(ils.Metrics())
 	mb.metricNvidiaGpuBottleneck.emit(ils.Metrics())
 	mb.metricNvidiaGpuDevicesAllocatable.emit(ils.Metrics())
 	mb.metricNvidiaGpuDevicesAllocated.emit(ils.Metrics())
 	mb.metricNvidiaGpuIdleWhileAllocated.emit(ils.Metrics())
+	mb.metricNvidiaGpuJobEnergy.emit(ils.Metrics())
+	mb.metricNvidiaGpuJobMemoryUsage.emit(ils.Metrics())
+	mb.metricNvidiaGpuJobUtilization.emit(ils.Metrics())
 	mb.metricNvidiaGpuMemoryGrowthRate.emit(ils.Metrics())
 	mb.metricNvidiaGpuMemoryLeakSuspected.emit(ils.Metrics())
 	mb.metricNvidiaGpuPodEnergy.emit(ils.Metrics())
@@ -1200,6 +1565,16 @@ func (mb *MetricsBuilder) EmitForResource(options ...ResourceMetricsOption) {
 
 	for _, op := range options {
 		op.apply(rm)
+	}
+	for attr, filter := range mb.resourceAttributeIncludeFilter {
+		if val, ok := rm.Resource().Attributes().Get(attr); ok && !filter.Matches(val.AsString()) {
+			return
+		}
+	}
+	for attr, filter := range mb.resourceAttributeExcludeFilter {
+		if val, ok := rm.Resource().Attributes().Get(attr); ok && filter.Matches(val.AsString()) {
+			return
+		}
 	}
 
 	if ils.Metrics().Len() > 0 {
@@ -1233,6 +1608,11 @@ func (mb *MetricsBuilder) RecordNvidiaGpuAttributionErrorsDataPoint(ts pcommon.T
 	mb.metricNvidiaGpuAttributionErrors.recordDataPoint(mb.startTime, ts, val)
 }
 
+// RecordNvidiaGpuAttributionUnmappedDevicesDataPoint adds a data point to nvidia.gpu.attribution.unmapped_devices metric.
+func (mb *MetricsBuilder) RecordNvidiaGpuAttributionUnmappedDevicesDataPoint(ts pcommon.Timestamp, val int64, nvidiaGpuResourceNameAttributeValue string) {
+	mb.metricNvidiaGpuAttributionUnmappedDevices.recordDataPoint(mb.startTime, ts, val, nvidiaGpuResourceNameAttributeValue)
+}
+
 // RecordNvidiaGpuBottleneckDataPoint adds a data point to nvidia.gpu.bottleneck metric.
 func (mb *MetricsBuilder) RecordNvidiaGpuBottleneckDataPoint(ts pcommon.Timestamp, val int64, nvidiaGpuBottleneckClassAttributeValue AttributeNvidiaGpuBottleneckClass) {
 	mb.metricNvidiaGpuBottleneck.recordDataPoint(mb.startTime, ts, val, nvidiaGpuBottleneckClassAttributeValue.String())
@@ -1251,6 +1631,21 @@ func (mb *MetricsBuilder) RecordNvidiaGpuDevicesAllocatedDataPoint(ts pcommon.Ti
 // RecordNvidiaGpuIdleWhileAllocatedDataPoint adds a data point to nvidia.gpu.idle_while_allocated metric.
 func (mb *MetricsBuilder) RecordNvidiaGpuIdleWhileAllocatedDataPoint(ts pcommon.Timestamp, val int64) {
 	mb.metricNvidiaGpuIdleWhileAllocated.recordDataPoint(mb.startTime, ts, val)
+}
+
+// RecordNvidiaGpuJobEnergyDataPoint adds a data point to nvidia.gpu.job.energy metric.
+func (mb *MetricsBuilder) RecordNvidiaGpuJobEnergyDataPoint(ts pcommon.Timestamp, val float64) {
+	mb.metricNvidiaGpuJobEnergy.recordDataPoint(mb.startTime, ts, val)
+}
+
+// RecordNvidiaGpuJobMemoryUsageDataPoint adds a data point to nvidia.gpu.job.memory.usage metric.
+func (mb *MetricsBuilder) RecordNvidiaGpuJobMemoryUsageDataPoint(ts pcommon.Timestamp, val int64) {
+	mb.metricNvidiaGpuJobMemoryUsage.recordDataPoint(mb.startTime, ts, val)
+}
+
+// RecordNvidiaGpuJobUtilizationDataPoint adds a data point to nvidia.gpu.job.utilization metric.
+func (mb *MetricsBuilder) RecordNvidiaGpuJobUtilizationDataPoint(ts pcommon.Timestamp, val float64) {
+	mb.metricNvidiaGpuJobUtilization.recordDataPoint(mb.startTime, ts, val)
 }
 
 // RecordNvidiaGpuMemoryGrowthRateDataPoint adds a data point to nvidia.gpu.memory.growth_rate metric.

@@ -18,6 +18,21 @@ type Pod struct {
 	Namespace  string
 	Name       string
 	Containers []string
+	// ContainerIDs maps container IDs to names, where the source knows them (the
+	// Kubernetes API does; the log directory does not).
+	ContainerIDs map[string]string
+}
+
+// ContainerName names the container with that ID: by its ID when known, else the pod's
+// only container. "" when it cannot be told: a name is never guessed among several.
+func (p Pod) ContainerName(id string) string {
+	if name, ok := p.ContainerIDs[id]; ok && id != "" {
+		return name
+	}
+	if len(p.Containers) == 1 {
+		return p.Containers[0]
+	}
+	return ""
 }
 
 // Index reads the directory at most once per refresh interval (and on a miss).

@@ -41,3 +41,13 @@ func TestNewPodIsFoundOnAMissAndMissingDirIsHarmless(t *testing.T) {
 	_, ok = missing.Lookup("11111111-2222-3333-4444-555555555555")
 	assert.False(t, ok)
 }
+
+func TestContainerNameIsNeverGuessedAmongSeveral(t *testing.T) {
+	one := Pod{Containers: []string{"trainer"}}
+	assert.Equal(t, "trainer", one.ContainerName("abc"), "a pod with one container")
+	two := Pod{Containers: []string{"trainer", "sidecar"}}
+	assert.Empty(t, two.ContainerName("abc"), "which of the two is not known")
+	known := Pod{Containers: []string{"trainer", "sidecar"}, ContainerIDs: map[string]string{"abc": "sidecar"}}
+	assert.Equal(t, "sidecar", known.ContainerName("abc"))
+	assert.Empty(t, known.ContainerName(""), "no container ID (a pod-level process)")
+}

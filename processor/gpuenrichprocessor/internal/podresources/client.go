@@ -23,19 +23,42 @@ import (
 	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
 )
 
-// ContainerRef names a container that holds a device.
-type ContainerRef struct {
-	Namespace, Pod, Container, ResourceName string
+// Snapshot is one reading of the kubelet: every pod it lists, with the GPU devices
+// (device-plugin IDs of the configured resource names, DRA devices of the configured
+// drivers) allocated to each container. IDs are kept as the kubelet gives them: mapping
+// them to GPUs needs the node's GPUs (indexes, minor numbers) and, for DRA, the
+// driver's ResourceSlices. A Snapshot is shared between callers and must not be modified.
+type Snapshot struct {
+	Pods []Pod // sorted by namespace and name
+	// Allocatable is every device ID the node can hand out per resource name (replicas
+	// counted), from GetAllocatableResources; nil when the kubelet does not offer it.
+	Allocatable map[string][]string
+	Taken       time.Time // when this snapshot was read
 }
 
-// Snapshot is one reading of the kubelet. It is shared between callers and
-// must not be modified.
-type Snapshot struct {
-	ByUUID           map[string][]ContainerRef // GPU or MIG UUID → containers holding it, deduplicated and sorted
-	Allocatable      map[string]int            // resource name → devices the node can hand out (replicas counted)
-	Allocated        map[string]int            // resource name → distinct devices handed out to containers
-	SkippedDeviceIDs int                       // device ids of matching resources that did not parse
-	Taken            time.Time                 // when this snapshot was read
+// Pod is a pod the kubelet lists. Older kubelets (before 1.29, or with the feature gate
+// KubeletPodResourcesListUseActivePods off) also list pods that finished.
+type Pod struct {
+	Namespace, Name string
+	Containers      []Container // every container, with or without devices
+}
+
+// Container is one container of a pod and the GPU devices allocated to it.
+type Container struct {
+	Name    string
+	Devices []Device      // device-plugin allocations
+	Claims  []ClaimDevice // DRA allocations
+}
+
+// Device is one device ID a device plugin allocated, under its resource name.
+type Device struct {
+	ResourceName, ID string
+}
+
+// ClaimDevice is one device allocated to the container through a DRA ResourceClaim.
+type ClaimDevice struct {
+	Claim, ClaimNamespace string
+	Driver, Pool, Device  string
 }
 
 // Status describes the refresh loop's health.
@@ -61,9 +84,8 @@ type Client struct {
 	snap   *Snapshot
 	status Status
 	// Remembered only to log state changes, not every refresh.
-	failing              bool
-	allocatableDisabled  bool
-	loggedSkippedDevices bool
+	failing             bool
+	allocatableDisabled bool
 }
 
 // New returns a Client; nothing happens until Start. A nil logger discards
@@ -146,11 +168,11 @@ func (c *Client) run(ctx context.Context, api podresourcesv1.PodResourcesListerC
 	ticker := time.NewTicker(c.cfg.RefreshInterval)
 	defer ticker.Stop()
 	for {
-		snap, badID, err := c.read(ctx, api)
+		snap, err := c.read(ctx, api)
 		if ctx.Err() != nil {
 			return // shutting down: the aborted call is not a kubelet failure
 		}
-		c.record(snap, badID, err)
+		c.record(snap, err)
 		select {
 		case <-ctx.Done():
 			return
@@ -159,21 +181,20 @@ func (c *Client) run(ctx context.Context, api podresourcesv1.PodResourcesListerC
 	}
 }
 
-// read asks the kubelet for a new snapshot. badID is one device id that did
-// not parse, for the log.
-func (c *Client) read(ctx context.Context, api podresourcesv1.PodResourcesListerClient) (*Snapshot, string, error) {
+// read asks the kubelet for a new snapshot.
+func (c *Client) read(ctx context.Context, api podresourcesv1.PodResourcesListerClient) (*Snapshot, error) {
 	// A missing socket (no kubelet here, or the directory not mounted) is answered without
 	// dialling: grpc would log every reconnect attempt itself.
 	if path := endpointPath(c.cfg.Endpoint); path != "" {
 		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
-			return nil, "", fmt.Errorf("kubelet PodResources socket %s does not exist: is the pod-resources directory mounted?", path)
+			return nil, fmt.Errorf("kubelet PodResources socket %s does not exist: is the pod-resources directory mounted?", path)
 		}
 	}
 	callCtx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 	list, err := api.List(callCtx, &podresourcesv1.ListPodResourcesRequest{})
 	cancel()
 	if err != nil {
-		return nil, "", fmt.Errorf("kubelet PodResources List: %w", err)
+		return nil, fmt.Errorf("kubelet PodResources List: %w", err)
 	}
 
 	callCtx, cancel = context.WithTimeout(ctx, c.cfg.Timeout)
@@ -181,12 +202,18 @@ func (c *Client) read(ctx context.Context, api podresourcesv1.PodResourcesLister
 	cancel()
 	disabled := err != nil && allocatableDisabled(err)
 	if err != nil && !disabled {
-		return nil, "", fmt.Errorf("kubelet PodResources GetAllocatableResources: %w", err)
+		return nil, fmt.Errorf("kubelet PodResources GetAllocatableResources: %w", err)
 	}
 	c.noteAllocatableDisabled(disabled, err)
 
-	snap, badID := c.build(list.GetPodResources(), alloc.GetDevices())
-	return snap, badID, nil
+	var allocatable []*podresourcesv1.ContainerDevices
+	if !disabled {
+		allocatable = alloc.GetDevices()
+		if allocatable == nil {
+			allocatable = []*podresourcesv1.ContainerDevices{} // answered, with nothing
+		}
+	}
+	return c.build(list.GetPodResources(), allocatable), nil
 }
 
 // allocatableDisabled reports whether the kubelet does not offer
@@ -208,73 +235,51 @@ func (c *Client) noteAllocatableDisabled(disabled bool, err error) {
 	}
 }
 
-func (c *Client) build(pods []*podresourcesv1.PodResources, allocatable []*podresourcesv1.ContainerDevices) (*Snapshot, string) {
-	snap := &Snapshot{
-		ByUUID:      make(map[string][]ContainerRef),
-		Allocatable: make(map[string]int),
-		Allocated:   make(map[string]int),
-		Taken:       c.now(),
-	}
-	var badID string
-
-	// Sets, because replicas of one GPU or an init container's reused
-	// device would otherwise be counted twice.
-	refs := make(map[string]map[ContainerRef]struct{})
-	allocated := make(map[string]map[string]struct{})
+func (c *Client) build(pods []*podresourcesv1.PodResources, allocatable []*podresourcesv1.ContainerDevices) *Snapshot {
+	snap := &Snapshot{Taken: c.now()}
 	for _, pod := range pods {
+		p := Pod{Namespace: pod.GetNamespace(), Name: pod.GetName()}
 		for _, ctr := range pod.GetContainers() {
+			out := Container{Name: ctr.GetName()}
 			for _, dev := range ctr.GetDevices() {
-				res := dev.GetResourceName()
-				if !matchResource(c.cfg.ResourceNames, res) {
+				if !matchResource(c.cfg.ResourceNames, dev.GetResourceName()) {
 					continue
 				}
-				ref := ContainerRef{Namespace: pod.GetNamespace(), Pod: pod.GetName(), Container: ctr.GetName(), ResourceName: res}
 				for _, id := range dev.GetDeviceIds() {
-					addToSet(allocated, res, id)
-					d, err := ParseDeviceID(id)
-					if err != nil {
-						snap.SkippedDeviceIDs++
-						badID = id
+					out.Devices = append(out.Devices, Device{ResourceName: dev.GetResourceName(), ID: id})
+				}
+			}
+			for _, dr := range ctr.GetDynamicResources() {
+				for _, r := range dr.GetClaimResources() {
+					if !slices.Contains(c.cfg.DRADrivers, r.GetDriverName()) {
 						continue
 					}
-					addToSet(refs, d.UUID, ref)
+					out.Claims = append(out.Claims, ClaimDevice{
+						Claim: dr.GetClaimName(), ClaimNamespace: dr.GetClaimNamespace(),
+						Driver: r.GetDriverName(), Pool: r.GetPoolName(), Device: r.GetDeviceName(),
+					})
 				}
+			}
+			p.Containers = append(p.Containers, out)
+		}
+		snap.Pods = append(snap.Pods, p)
+	}
+	slices.SortFunc(snap.Pods, func(a, b Pod) int {
+		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+	})
+	if allocatable != nil {
+		snap.Allocatable = map[string][]string{}
+		for _, dev := range allocatable {
+			if matchResource(c.cfg.ResourceNames, dev.GetResourceName()) {
+				snap.Allocatable[dev.GetResourceName()] = append(snap.Allocatable[dev.GetResourceName()], dev.GetDeviceIds()...)
 			}
 		}
 	}
-	for uuid, set := range refs {
-		list := make([]ContainerRef, 0, len(set))
-		for ref := range set {
-			list = append(list, ref)
-		}
-		slices.SortFunc(list, compareRefs)
-		snap.ByUUID[uuid] = list
-	}
-	for res, ids := range allocated {
-		snap.Allocated[res] = len(ids)
-	}
-
-	allocatableIDs := make(map[string]map[string]struct{})
-	for _, dev := range allocatable {
-		if !matchResource(c.cfg.ResourceNames, dev.GetResourceName()) {
-			continue
-		}
-		for _, id := range dev.GetDeviceIds() {
-			addToSet(allocatableIDs, dev.GetResourceName(), id)
-		}
-	}
-	for res, ids := range allocatableIDs {
-		snap.Allocatable[res] = len(ids)
-		// An explicit 0 lets consumers tell "none handed out" from "unknown".
-		if _, ok := snap.Allocated[res]; !ok {
-			snap.Allocated[res] = 0
-		}
-	}
-	return snap, badID
+	return snap
 }
 
 // record publishes a refresh's outcome and logs only state changes.
-func (c *Client) record(snap *Snapshot, badID string, err error) {
+func (c *Client) record(snap *Snapshot, err error) {
 	c.mu.Lock()
 	if err != nil {
 		c.status.LastError = err
@@ -294,33 +299,9 @@ func (c *Client) record(snap *Snapshot, badID string, err error) {
 	c.failing = false
 	c.snap = snap
 	c.status = Status{LastSuccess: snap.Taken, TotalFailures: c.status.TotalFailures}
-	logSkipped := snap.SkippedDeviceIDs > 0 && !c.loggedSkippedDevices
-	c.loggedSkippedDevices = snap.SkippedDeviceIDs > 0
 	c.mu.Unlock()
 
 	if recovered {
 		c.logger.Info("reading GPU assignments from the kubelet again", zap.Int("failed_refreshes", failures))
 	}
-	if logSkipped {
-		c.logger.Warn("skipping kubelet device ids that are not GPU or MIG UUIDs (is the device plugin using index ids?)",
-			zap.Int("count", snap.SkippedDeviceIDs), zap.String("example", badID))
-	}
-}
-
-func addToSet[K comparable, V comparable](m map[K]map[V]struct{}, k K, v V) {
-	set, ok := m[k]
-	if !ok {
-		set = make(map[V]struct{})
-		m[k] = set
-	}
-	set[v] = struct{}{}
-}
-
-func compareRefs(a, b ContainerRef) int {
-	return cmp.Or(
-		cmp.Compare(a.Namespace, b.Namespace),
-		cmp.Compare(a.Pod, b.Pod),
-		cmp.Compare(a.Container, b.Container),
-		cmp.Compare(a.ResourceName, b.ResourceName),
-	)
 }

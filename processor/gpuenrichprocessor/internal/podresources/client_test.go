@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -130,35 +131,46 @@ func failing(_ *Snapshot, st Status) bool    { return st.ConsecutiveFailures > 0
 
 func TestSnapshotContents(t *testing.T) {
 	path := socketPath(t)
-	startNode(t, path)
+	srv := startNode(t, path)
+	pods, allocatable := node()
+	// DRA: a claim of NVIDIA's driver, and one of another driver (not a GPU).
+	pods = append(pods, fakekubelet.Pod{Namespace: "dra", Name: "trainer", Containers: []fakekubelet.Container{{
+		Name: "main",
+		DynamicResources: []fakekubelet.DynamicResource{
+			{ClaimName: "gpus", ClaimNamespace: "dra", ClaimResources: []fakekubelet.ClaimResource{
+				{DriverName: "gpu.nvidia.com", PoolName: "node-1", DeviceName: "gpu-3", CDIDevices: []string{"k8s.gpu.nvidia.com/claim=1234-gpu-3"}},
+			}},
+			{ClaimName: "nic", ClaimNamespace: "dra", ClaimResources: []fakekubelet.ClaimResource{
+				{DriverName: "sriovnetwork.example.com", PoolName: "node-1", DeviceName: "vf-1"},
+			}},
+		},
+	}}})
+	srv.SetPods(pods)
+	srv.SetAllocatable(allocatable)
 	taken := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	c := New(fastConfig(path), zaptest.NewLogger(t), func() time.Time { return taken })
 	require.NoError(t, c.Start(t.Context()))
 	defer func() { require.NoError(t, c.Shutdown()) }()
 
-	snap, st := waitFor(t, c, "first snapshot", hasSnapshot)
-	assert.Equal(t, map[string][]ContainerRef{
-		gpuA: {{Namespace: "ml", Pod: "train-0", Container: "trainer", ResourceName: "nvidia.com/gpu"}},
-		gpuB: {{Namespace: "ml", Pod: "train-0", Container: "trainer", ResourceName: "nvidia.com/gpu"}},
-		gpuC: { // replicas ::0 and ::1 both map to the GPU
-			{Namespace: "nb", Pod: "alice", Container: "notebook", ResourceName: "nvidia.com/gpu.shared"},
-			{Namespace: "nb", Pod: "bob", Container: "notebook", ResourceName: "nvidia.com/gpu.shared"},
-		},
-		migX:    {{Namespace: "inf", Pod: "mig-small", Container: "server", ResourceName: "nvidia.com/mig-1g.10gb"}},
-		legacyM: {{Namespace: "inf", Pod: "mig-legacy", Container: "server", ResourceName: "nvidia.com/mig-2g.20gb"}},
-	}, snap.ByUUID)
-	assert.Equal(t, map[string]int{
-		"nvidia.com/gpu":         3, // counted as the kubelet does, parseable or not
-		"nvidia.com/gpu.shared":  4, // replicas
-		"nvidia.com/mig-1g.10gb": 2,
+	snap, st := waitFor(t, c, "DRA pod", func(s *Snapshot, _ Status) bool { return s != nil && len(s.Pods) == 8 })
+	assert.Equal(t, map[string][]string{
+		gpuA:         {"ml/train-0/trainer"},
+		gpuB:         {"ml/train-0/trainer"},
+		gpuC + "::0": {"nb/alice/notebook"},
+		gpuC + "::1": {"nb/bob/notebook"},
+		migX:         {"inf/mig-small/server"},
+		legacyM:      {"inf/mig-legacy/server"},
+		"3":          {"hw/indexed/job"}, // kept as the kubelet gives it: the processor maps indexes
+	}, holders(snap), "the fpga resource is not a GPU resource")
+	assert.Equal(t, []ClaimDevice{{Claim: "gpus", ClaimNamespace: "dra", Driver: "gpu.nvidia.com", Pool: "node-1", Device: "gpu-3"}},
+		snap.Pods[0].Containers[0].Claims, "only the GPU driver's devices")
+	train := snap.Pods[slices.IndexFunc(snap.Pods, func(p Pod) bool { return p.Name == "train-0" })]
+	assert.Equal(t, "sidecar", train.Containers[1].Name, "containers without devices are listed too")
+	assert.Equal(t, map[string][]string{
+		"nvidia.com/gpu":         {gpuA, gpuB, "3"},
+		"nvidia.com/gpu.shared":  {gpuC + "::0", gpuC + "::1", gpuC + "::2", gpuC + "::3"},
+		"nvidia.com/mig-1g.10gb": {migX, migY},
 	}, snap.Allocatable)
-	assert.Equal(t, map[string]int{
-		"nvidia.com/gpu":         3,
-		"nvidia.com/gpu.shared":  2,
-		"nvidia.com/mig-1g.10gb": 1,
-		"nvidia.com/mig-2g.20gb": 1,
-	}, snap.Allocated)
-	assert.Equal(t, 1, snap.SkippedDeviceIDs)
 	assert.Equal(t, taken, snap.Taken)
 	assert.Equal(t, Status{LastSuccess: taken}, st)
 }
@@ -171,28 +183,8 @@ func TestResourceNameFilter(t *testing.T) {
 	c := startClient(t, cfg, nil)
 
 	snap, _ := waitFor(t, c, "first snapshot", hasSnapshot)
-	assert.ElementsMatch(t, []string{migX, legacyM, gpuD}, keys(snap.ByUUID))
-	assert.Equal(t, map[string]int{"nvidia.com/mig-1g.10gb": 2, "example.com/fpga": 1}, snap.Allocatable)
-	assert.Equal(t, 0, snap.SkippedDeviceIDs)
-}
-
-func TestDuplicateAssignmentsAreMerged(t *testing.T) {
-	path := socketPath(t)
-	// An init container's device reused by the app container, and one
-	// container holding two replicas of the same GPU.
-	startKubelet(t, path, []fakekubelet.Pod{
-		pod("ml", "p",
-			ctr("init", devs("nvidia.com/gpu", gpuA)),
-			ctr("app", devs("nvidia.com/gpu", gpuA))),
-		pod("nb", "q", ctr("nb", devs("nvidia.com/gpu.shared", gpuC+"::0", gpuC+"::1"))),
-	}, nil)
-	c := startClient(t, fastConfig(path), nil)
-
-	snap, _ := waitFor(t, c, "first snapshot", hasSnapshot)
-	assert.Len(t, snap.ByUUID[gpuA], 2)
-	assert.Equal(t, []ContainerRef{{Namespace: "nb", Pod: "q", Container: "nb", ResourceName: "nvidia.com/gpu.shared"}}, snap.ByUUID[gpuC])
-	assert.Equal(t, map[string]int{"nvidia.com/gpu": 1, "nvidia.com/gpu.shared": 2}, snap.Allocated)
-	assert.Empty(t, snap.Allocatable)
+	assert.ElementsMatch(t, []string{migX, legacyM, gpuD}, keys(holders(snap)))
+	assert.Equal(t, map[string][]string{"nvidia.com/mig-1g.10gb": {migX, migY}, "example.com/fpga": {gpuD}}, snap.Allocatable)
 }
 
 func TestRefreshPicksUpChanges(t *testing.T) {
@@ -202,9 +194,8 @@ func TestRefreshPicksUpChanges(t *testing.T) {
 	waitFor(t, c, "first snapshot", hasSnapshot)
 
 	srv.SetPods([]fakekubelet.Pod{pod("ml", "b", ctr("c", devs("nvidia.com/gpu", gpuB)))})
-	snap, _ := waitFor(t, c, "pod b", func(s *Snapshot, _ Status) bool { return len(s.ByUUID[gpuB]) == 1 })
-	assert.NotContains(t, snap.ByUUID, gpuA)
-	assert.Equal(t, "b", snap.ByUUID[gpuB][0].Pod)
+	snap, _ := waitFor(t, c, "pod b", func(s *Snapshot, _ Status) bool { return len(holders(s)[gpuB]) == 1 })
+	assert.Equal(t, map[string][]string{gpuB: {"ml/b/c"}}, holders(snap))
 }
 
 func TestKubeletDownAtStart(t *testing.T) {
@@ -218,7 +209,7 @@ func TestKubeletDownAtStart(t *testing.T) {
 
 	startNode(t, path)
 	snap, st = waitFor(t, c, "snapshot once the kubelet is up", hasSnapshot)
-	assert.Contains(t, snap.ByUUID, gpuA)
+	assert.Contains(t, holders(snap), gpuA)
 	assert.NoError(t, st.LastError)
 	assert.Zero(t, st.ConsecutiveFailures)
 }
@@ -257,7 +248,7 @@ func TestKubeletErrorsAfterSuccess(t *testing.T) {
 	snap, st = waitFor(t, c, "recovery", func(s *Snapshot, _ Status) bool { return s != good })
 	assert.NoError(t, st.LastError)
 	assert.Zero(t, st.ConsecutiveFailures)
-	assert.Equal(t, good.ByUUID, snap.ByUUID)
+	assert.Equal(t, good.Pods, snap.Pods)
 }
 
 // While a call to a hung kubelet is in flight, Snapshot answers from the
@@ -317,9 +308,8 @@ func TestUnimplementedAllocatable(t *testing.T) {
 	c := startClient(t, fastConfig(path), nil)
 
 	snap, st := waitFor(t, c, "first snapshot", hasSnapshot)
-	assert.Empty(t, snap.Allocatable)
-	assert.Contains(t, snap.ByUUID, gpuA)
-	assert.Equal(t, 3, snap.Allocated["nvidia.com/gpu"])
+	assert.Nil(t, snap.Allocatable, "unknown, not empty")
+	assert.Contains(t, holders(snap), gpuA)
 	assert.Equal(t, Status{LastSuccess: st.LastSuccess}, st)
 }
 
@@ -357,7 +347,7 @@ func TestLargeListWithinDefaultLimit(t *testing.T) {
 	c := startClient(t, Config{Endpoint: path, RefreshInterval: time.Hour}, nil)
 
 	snap, _ := waitFor(t, c, "first snapshot", hasSnapshot)
-	assert.Len(t, snap.ByUUID[id], 30000)
+	assert.Len(t, holders(snap)[id], 30000)
 }
 
 func TestLogsOncePerStateChange(t *testing.T) {
@@ -379,7 +369,6 @@ func TestLogsOncePerStateChange(t *testing.T) {
 		msgs = append(msgs, e.Level.String()+": "+e.Message)
 	}
 	assert.Equal(t, []string{
-		"warn: skipping kubelet device ids that are not GPU or MIG UUIDs (is the device plugin using index ids?)",
 		"warn: cannot read GPU assignments from the kubelet; keeping the last snapshot, pod attribution goes stale",
 		"info: reading GPU assignments from the kubelet again",
 	}, msgs)
@@ -400,6 +389,19 @@ func TestLifecycle(t *testing.T) {
 	require.NoError(t, c.Shutdown(), "second Shutdown")
 	srv.Stop()
 	goleak.VerifyNone(t)
+}
+
+// holders maps each device id of the snapshot to the "namespace/pod/container"s holding it.
+func holders(s *Snapshot) map[string][]string {
+	out := map[string][]string{}
+	for _, p := range s.Pods {
+		for _, c := range p.Containers {
+			for _, d := range c.Devices {
+				out[d.ID] = append(out[d.ID], p.Namespace+"/"+p.Name+"/"+c.Name)
+			}
+		}
+	}
+	return out
 }
 
 func keys[V any](m map[string]V) []string {

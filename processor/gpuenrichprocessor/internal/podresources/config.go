@@ -24,12 +24,16 @@ func DefaultResourceNames() []string {
 	return []string{"nvidia.com/gpu", "nvidia.com/gpu.shared", "nvidia.com/mig-*"}
 }
 
+// DefaultDRADrivers are the DRA drivers whose devices are GPUs: NVIDIA's.
+func DefaultDRADrivers() []string { return []string{"gpu.nvidia.com"} }
+
 // Config configures a Client. Zero fields take the defaults above.
 type Config struct {
 	Endpoint        string        // "unix:///var/lib/kubelet/pod-resources/kubelet.sock" or a plain path
 	RefreshInterval time.Duration // how often the snapshot is re-read
 	Timeout         time.Duration // per List/GetAllocatableResources call
 	ResourceNames   []string      // resource names that carry GPUs; a trailing "*" is a prefix wildcard
+	DRADrivers      []string      // DRA drivers whose devices are GPUs or MIG devices
 	MaxMessageBytes int           // gRPC receive limit
 }
 
@@ -45,6 +49,9 @@ func (c Config) withDefaults() Config {
 	}
 	if len(c.ResourceNames) == 0 {
 		c.ResourceNames = DefaultResourceNames()
+	}
+	if len(c.DRADrivers) == 0 {
+		c.DRADrivers = DefaultDRADrivers()
 	}
 	if c.MaxMessageBytes == 0 {
 		c.MaxMessageBytes = DefaultMaxMessageBytes

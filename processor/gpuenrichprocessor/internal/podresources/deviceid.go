@@ -16,22 +16,48 @@ const (
 	KindMIG = "mig"
 )
 
-// replicaSep separates a device id from its time-slicing replica number, as
-// the NVIDIA device plugin writes it ("GPU-<uuid>::3").
+// Scheme is how a device plugin names the devices it hands out.
+type Scheme int
+
+const (
+	// SchemeUUID: NVIDIA's device plugin by default (deviceIDStrategy=uuid): the UUID NVML
+	// reports, "GPU-…" or "MIG-…" (legacy drivers: "MIG-GPU-<uuid>/<gi>/<ci>").
+	SchemeUUID Scheme = iota
+	// SchemeIndex: NVIDIA's device plugin with deviceIDStrategy=index: the GPU's NVML
+	// index "<gpu>", and for a MIG device "<gpu>:<mig>", the MIG device's index on its GPU.
+	SchemeIndex
+	// SchemeGKE: GKE's own device plugin: "nvidia<minor>" for a whole GPU (the
+	// /dev/nvidia<minor> device node), "nvidia<minor>/gi<id>" for a MIG partition (its GPU
+	// instance id), "nvidia<minor>/vgpu<n>" for a time-shared or MPS-shared slot.
+	SchemeGKE
+)
+
+// replicaSep separates a device id from its time-slicing or MPS replica number, as
+// NVIDIA's device plugin writes it ("GPU-<uuid>::3", "0::3").
 const replicaSep = "::"
 
-// DeviceID is a device id from the kubelet, reduced to the UUID NVML reports.
+// DeviceID is a device id from the kubelet, parsed: a UUID, or the numbers that identify
+// the GPU (and MIG device) on the node.
 type DeviceID struct {
-	Kind    string // KindGPU or KindMIG
-	UUID    string // "GPU-…" or "MIG-…", exactly as NVML reports it
-	Replica int    // time-slicing replica N from "<id>::N"; -1 if none
+	Scheme Scheme
+	Kind   string // KindGPU or KindMIG
+	UUID   string // SchemeUUID: "GPU-…" or "MIG-…", exactly as NVML reports it
+	// GPU is the GPU's NVML index (SchemeIndex) or its minor number (SchemeGKE); -1 for
+	// SchemeUUID.
+	GPU int
+	// MIG is the MIG device's index on its GPU (SchemeIndex) or its GPU instance id
+	// (SchemeGKE); -1 for a whole GPU.
+	MIG int
+	// Replica is the sharing replica ("::N", GKE "/vgpuN"); -1 if none.
+	Replica int
 }
 
-// ParseDeviceID parses a device id as the NVIDIA device plugin hands it to the
-// kubelet: "GPU-<uuid>", "MIG-<uuid>", the legacy "MIG-GPU-<uuid>/<gi>/<ci>"
-// (kept whole: that is how old drivers' NVML names the MIG device), each
-// optionally followed by "::N" for a time-slicing replica.
+// ParseDeviceID parses a device id as a device plugin hands it to the kubelet, in any of
+// the schemes above.
 func ParseDeviceID(s string) (DeviceID, error) {
+	if rest, ok := strings.CutPrefix(s, "nvidia"); ok {
+		return parseGKE(s, rest)
+	}
 	base, replica := s, -1
 	if i := strings.Index(s, replicaSep); i >= 0 {
 		n, ok := parseUint(s[i+len(replicaSep):])
@@ -40,6 +66,7 @@ func ParseDeviceID(s string) (DeviceID, error) {
 		}
 		base, replica = s[:i], n
 	}
+	id := DeviceID{Scheme: SchemeUUID, GPU: -1, MIG: -1, Replica: replica}
 	switch {
 	case strings.HasPrefix(base, "MIG-GPU-"):
 		parts := strings.Split(strings.TrimPrefix(base, "MIG-GPU-"), "/")
@@ -52,20 +79,66 @@ func ParseDeviceID(s string) (DeviceID, error) {
 		if _, ok := parseUint(parts[2]); !ok {
 			return DeviceID{}, invalid(s, "legacy MIG compute instance is not a number")
 		}
-		return DeviceID{Kind: KindMIG, UUID: base, Replica: replica}, nil
+		id.Kind, id.UUID = KindMIG, base
 	case strings.HasPrefix(base, "MIG-"):
 		if !validUUIDBody(strings.TrimPrefix(base, "MIG-")) {
 			return DeviceID{}, invalid(s, "bad MIG uuid")
 		}
-		return DeviceID{Kind: KindMIG, UUID: base, Replica: replica}, nil
+		id.Kind, id.UUID = KindMIG, base
 	case strings.HasPrefix(base, "GPU-"):
 		if !validUUIDBody(strings.TrimPrefix(base, "GPU-")) {
 			return DeviceID{}, invalid(s, "bad GPU uuid")
 		}
-		return DeviceID{Kind: KindGPU, UUID: base, Replica: replica}, nil
+		id.Kind, id.UUID = KindGPU, base
+	case base != "" && base[0] >= '0' && base[0] <= '9':
+		gpu, mig, hasMIG := strings.Cut(base, ":")
+		g, ok := parseUint(gpu)
+		if !ok {
+			return DeviceID{}, invalid(s, "GPU index is not a number")
+		}
+		id.Scheme, id.Kind, id.GPU = SchemeIndex, KindGPU, g
+		if hasMIG {
+			m, ok := parseUint(mig)
+			if !ok {
+				return DeviceID{}, invalid(s, `MIG index is not a number ("<gpu>:<mig>")`)
+			}
+			id.Kind, id.MIG = KindMIG, m
+		}
 	default:
-		return DeviceID{}, invalid(s, `want "GPU-<uuid>", "MIG-<uuid>" or "MIG-GPU-<uuid>/<gi>/<ci>"`)
+		return DeviceID{}, invalid(s, `want a UUID ("GPU-…", "MIG-…"), an index ("0", "0:1") or GKE's "nvidia<minor>"`)
 	}
+	return id, nil
+}
+
+// parseGKE parses GKE's names: "nvidia<minor>", then optionally "/gi<id>" and
+// "/vgpu<n>".
+func parseGKE(s, rest string) (DeviceID, error) {
+	id := DeviceID{Scheme: SchemeGKE, Kind: KindGPU, MIG: -1, Replica: -1}
+	parts := strings.Split(rest, "/")
+	minor, ok := parseUint(parts[0])
+	if !ok {
+		return DeviceID{}, invalid(s, `GKE device is not "nvidia<minor>"`)
+	}
+	id.GPU = minor
+	for _, p := range parts[1:] {
+		switch {
+		case strings.HasPrefix(p, "gi") && id.MIG < 0 && id.Replica < 0:
+			n, ok := parseUint(strings.TrimPrefix(p, "gi"))
+			if !ok {
+				return DeviceID{}, invalid(s, "GKE GPU instance is not a number")
+			}
+			id.Kind, id.MIG = KindMIG, n
+		case strings.HasPrefix(p, "vgpu") && id.Replica < 0:
+			n, ok := parseUint(strings.TrimPrefix(p, "vgpu"))
+			if !ok {
+				return DeviceID{}, invalid(s, "GKE shared slot is not a number")
+			}
+			id.Replica = n
+		default:
+			return DeviceID{}, invalid(s, `GKE device is not "nvidia<minor>[/gi<id>][/vgpu<n>]"`)
+		}
+	}
+	return id, nil
 }
 
 func invalid(s, why string) error {

@@ -7,7 +7,8 @@ import (
 )
 
 // FuzzParseDeviceID: any string the kubelet hands out either parses into a GPU or MIG id
-// that round-trips to its UUID prefix, or is rejected with ErrInvalidDeviceID; never a panic.
+// of one scheme — a UUID that is the input's prefix, or non-negative numbers — or is
+// rejected with ErrInvalidDeviceID; never a panic.
 func FuzzParseDeviceID(f *testing.F) {
 	// Seeds live in testdata/fuzz/FuzzParseDeviceID (one device id per file).
 	f.Fuzz(func(t *testing.T, s string) {
@@ -21,8 +22,20 @@ func FuzzParseDeviceID(f *testing.F) {
 		if id.Kind != KindGPU && id.Kind != KindMIG {
 			t.Fatalf("%q: kind %q", s, id.Kind)
 		}
-		if !strings.HasPrefix(s, id.UUID) || id.UUID == "" {
-			t.Fatalf("%q: UUID %q is not its prefix", s, id.UUID)
+		switch id.Scheme {
+		case SchemeUUID:
+			if !strings.HasPrefix(s, id.UUID) || id.UUID == "" || id.GPU != -1 || id.MIG != -1 {
+				t.Fatalf("%q: UUID %q is not its prefix, or numbers set: %+v", s, id.UUID, id)
+			}
+		case SchemeIndex, SchemeGKE:
+			if id.UUID != "" || id.GPU < 0 || (id.Kind == KindMIG) != (id.MIG >= 0) {
+				t.Fatalf("%q: inconsistent %+v", s, id)
+			}
+		default:
+			t.Fatalf("%q: scheme %d", s, id.Scheme)
+		}
+		if id.Replica < -1 {
+			t.Fatalf("%q: replica %d", s, id.Replica)
 		}
 	})
 }

@@ -23,9 +23,9 @@ func samplesEvery(step time.Duration, mems []float64, utils ...float64) []Sample
 func TestObserveKeepsTheWindowAndIgnoresLateSamples(t *testing.T) {
 	tr := New(time.Minute)
 	for i := range 200 {
-		tr.Observe("gpu", Sample{T: t0.Add(time.Duration(i) * time.Second), Memory: float64(i)})
+		tr.Observe(GPUKey("gpu"), Sample{T: t0.Add(time.Duration(i) * time.Second), Memory: float64(i)})
 	}
-	w := tr.Observe("gpu", Sample{T: t0.Add(10 * time.Second), Memory: -1}) // late: ignored
+	w := tr.Observe(GPUKey("gpu"), Sample{T: t0.Add(10 * time.Second), Memory: -1}) // late: ignored
 	assert.Equal(t, float64(199), w[len(w)-1].Memory)
 	assert.LessOrEqual(t, len(w), 62, "bounded by the window")
 	assert.True(t, Covers(w, time.Minute))
@@ -58,14 +58,41 @@ func TestLeakSuspected(t *testing.T) {
 
 func TestEnergyAccumulation(t *testing.T) {
 	tr := New(time.Minute)
-	assert.Zero(t, tr.AddGPUEnergy("gpu", 1000))
-	assert.Equal(t, 500.0, tr.AddGPUEnergy("gpu", 1500))
-	assert.Zero(t, tr.AddGPUEnergy("gpu", 10), "counter reset")
-	j, start := tr.AddPodEnergy("gpu/pod", 300, t0)
+	gpu := GPUKey("GPU-1")
+	pod := UserKey("GPU-1", Pod, "ml/train-0")
+	assert.Zero(t, tr.GPUEnergyDelta(gpu, 1000, t0))
+	assert.Equal(t, 500.0, tr.GPUEnergyDelta(gpu, 1500, t0.Add(10*time.Second)))
+	assert.Zero(t, tr.GPUEnergyDelta(gpu, 1500, t0.Add(10*time.Second)), "the same batch again")
+	assert.Zero(t, tr.GPUEnergyDelta(gpu, 10, t0.Add(20*time.Second)), "counter reset")
+	j, start := tr.AddEnergy(pod, 300, t0)
 	assert.Equal(t, 300.0, j)
-	j, start2 := tr.AddPodEnergy("gpu/pod", 200, t0.Add(time.Second))
+	j, start2 := tr.AddEnergy(pod, 200, t0.Add(time.Second))
 	assert.Equal(t, 500.0, j)
 	assert.Equal(t, start, start2)
 	tr.Forget(t0.Add(time.Hour))
-	assert.Zero(t, tr.Len())
+	assert.Zero(t, tr.Len(), "one sweep forgets GPUs and their users alike")
+}
+
+// A GPU that comes back after its series went stale must not hand the energy of the whole
+// gap to whoever holds it now (the bug of the string-keyed tracker: the energy reading was
+// stored under one key and never forgotten).
+func TestEnergyAfterAGapStartsAfresh(t *testing.T) {
+	for _, gap := range []time.Duration{10 * time.Minute, 45 * time.Minute} {
+		tr := New(time.Minute)
+		gpu := GPUKey("GPU-1")
+		at := t0
+		for range 3 {
+			at = at.Add(10 * time.Second)
+			tr.GPUEnergyDelta(gpu, 1000+at.Sub(t0).Seconds()*700, at)
+			tr.Forget(at.Add(-30 * time.Minute))
+		}
+		// The GPU is gone for the gap; the processor keeps sweeping.
+		for swept := at; swept.Before(at.Add(gap)); swept = swept.Add(time.Minute) {
+			tr.Forget(swept.Add(-30 * time.Minute))
+		}
+		back := at.Add(gap)
+		assert.Zero(t, tr.GPUEnergyDelta(gpu, 1000+back.Sub(t0).Seconds()*700, back), "gap %s", gap)
+		next := back.Add(10 * time.Second)
+		assert.InDelta(t, 7000, tr.GPUEnergyDelta(gpu, 1000+next.Sub(t0).Seconds()*700, next), 1e-6, "counts again after the gap %s", gap)
+	}
 }

@@ -5,17 +5,33 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 )
 
-// Attribute keys the processor reads (from the gpu receiver) and writes.
+// What the processor reads from the gpu receiver's output: resource attributes and
+// metric names of the receiver's contract (receiver/gpureceiver/metadata.yaml).
 const (
-	attrHwID          = "hw.id"
-	attrMigUUID       = "nvidia.mig.uuid"
-	attrPID           = "process.pid"
-	attrHostName      = "host.name"
-	attrNamespace     = "k8s.namespace.name"
-	attrPodName       = "k8s.pod.name"
-	attrPodUID        = "k8s.pod.uid"
-	attrContainerName = "k8s.container.name"
-	attrContainerID   = "container.id"
+	attrHwID      = "hw.id"
+	attrHwParent  = "hw.parent"
+	attrGPUIndex  = "nvidia.gpu.index"
+	attrGPUMinor  = "nvidia.gpu.minor_number"
+	attrMigUUID   = "nvidia.mig.uuid"
+	attrMigGI     = "nvidia.mig.gpu_instance_id"
+	attrMigIndex  = "nvidia.mig.index"
+	attrMigProf   = "nvidia.mig.profile"
+	attrPID       = "process.pid"
+	attrHostName  = "host.name"
+	attrTask      = "hw.gpu.task"
+	attrEngine    = "nvidia.gpu.engine"
+	attrReason    = "nvidia.gpu.clock_event.reason"
+	attrProfMetic = "nvidia.gpu.profiling.metric"
+
+	metricUtilization   = "hw.gpu.utilization"
+	metricMemoryUsage   = "hw.gpu.memory.usage"
+	metricMemoryLimit   = "hw.gpu.memory.limit"
+	metricEnergy        = "hw.energy"
+	metricMemCopy       = "nvidia.gpu.memory_copy.utilization"
+	metricClockEvent    = "nvidia.gpu.clock_event.active"
+	metricProfiling     = "nvidia.gpu.profiling.activity"
+	metricProcessMemory = "nvidia.gpu.process.memory.usage"
+	metricProcessUtil   = "nvidia.gpu.process.utilization"
 )
 
 // gpuView is what the processor needs from one GPU's or MIG instance's resource.
@@ -25,11 +41,18 @@ type gpuView struct {
 	mig  bool
 	ts   pcommon.Timestamp
 
+	// Identity numbers device plugins and DRA drivers name devices by; -1 when absent.
+	index, minor     int64
+	parent           string // a MIG instance's GPU
+	migIndex, migGI  int64
+	migProfile       string
+	hasIndex, hasMin bool
+
 	util, memUsed, memLimit, energy, smActive, dramActive, memCopy   float64
 	hasUtil, hasMem, hasLimit, hasEnergy, hasSM, hasDRAM, hasMemCopy bool
 	clockEvents                                                      map[string]bool
 
-	pods      []podRef // from the kubelet snapshot
+	holders   []podRef // pods the kubelet allocated it to (still running)
 	processes []*processView
 }
 
@@ -42,22 +65,7 @@ type processView struct {
 	hasMem bool
 	sm     float64
 	hasSM  bool
-	pod    podRef
-}
-
-// podRef identifies a pod (and, when known, the one container) as far as it is known.
-type podRef struct {
-	Namespace, Name, UID, Container, ContainerID string
-}
-
-func (p podRef) known() bool { return p.Name != "" || p.UID != "" }
-
-// key identifies the pod within a GPU's pods.
-func (p podRef) key() string {
-	if p.Name != "" {
-		return p.Namespace + "/" + p.Name
-	}
-	return p.UID
+	owner  owner
 }
 
 // batch is one ConsumeMetrics call, classified.
@@ -83,10 +91,12 @@ func classify(md pmetric.Metrics) *batch {
 			b.procs = append(b.procs, p)
 		case isMIG:
 			g := &gpuView{rm: rm, uuid: mig.AsString(), mig: true}
+			readIdentity(attrs, g)
 			readGPU(rm, g)
 			b.gpus = append(b.gpus, g)
 		case hasID:
 			g := &gpuView{rm: rm, uuid: id.AsString()}
+			readIdentity(attrs, g)
 			readGPU(rm, g)
 			b.gpus = append(b.gpus, g)
 		default:
@@ -96,6 +106,26 @@ func classify(md pmetric.Metrics) *batch {
 		}
 	}
 	return b
+}
+
+func readIdentity(attrs pcommon.Map, g *gpuView) {
+	intAttr := func(key string) (int64, bool) {
+		v, ok := attrs.Get(key)
+		if !ok || v.Type() != pcommon.ValueTypeInt {
+			return -1, false
+		}
+		return v.Int(), true
+	}
+	g.index, g.hasIndex = intAttr(attrGPUIndex)
+	g.minor, g.hasMin = intAttr(attrGPUMinor)
+	g.migIndex, _ = intAttr(attrMigIndex)
+	g.migGI, _ = intAttr(attrMigGI)
+	if v, ok := attrs.Get(attrHwParent); ok {
+		g.parent = v.AsString()
+	}
+	if v, ok := attrs.Get(attrMigProf); ok {
+		g.migProfile = v.AsString()
+	}
 }
 
 // eachPoint calls f for every number data point of every metric of a resource.
@@ -141,22 +171,22 @@ func readGPU(rm pmetric.ResourceMetrics, g *gpuView) {
 		g.ts = max(g.ts, dp.Timestamp())
 		v := value(dp)
 		switch name {
-		case "hw.gpu.utilization":
-			if attr(dp, "hw.gpu.task") == "general" {
+		case metricUtilization:
+			if attr(dp, attrTask) == "general" {
 				g.util, g.hasUtil = v, true
 			}
-		case "hw.gpu.memory.usage":
+		case metricMemoryUsage:
 			g.memUsed, g.hasMem = v, true
-		case "hw.gpu.memory.limit":
+		case metricMemoryLimit:
 			g.memLimit, g.hasLimit = v, true
-		case "hw.energy":
+		case metricEnergy:
 			g.energy, g.hasEnergy = v, true
-		case "nvidia.gpu.memory_copy.utilization":
+		case metricMemCopy:
 			g.memCopy, g.hasMemCopy = v, true
-		case "nvidia.gpu.clock_event.active":
-			g.clockEvents[attr(dp, "nvidia.gpu.clock_event.reason")] = v == 1
-		case "nvidia.gpu.profiling.activity":
-			switch attr(dp, "nvidia.gpu.profiling.metric") {
+		case metricClockEvent:
+			g.clockEvents[attr(dp, attrReason)] = v == 1
+		case metricProfiling:
+			switch attr(dp, attrProfMetic) {
 			case "sm_active":
 				g.smActive, g.hasSM = v, true
 			case "dram_active":
@@ -169,26 +199,12 @@ func readGPU(rm pmetric.ResourceMetrics, g *gpuView) {
 func readProcess(rm pmetric.ResourceMetrics, p *processView) {
 	eachPoint(rm, func(name string, dp pmetric.NumberDataPoint) {
 		switch name {
-		case "nvidia.gpu.process.memory.usage":
+		case metricProcessMemory:
 			p.mem, p.hasMem = value(dp), true
-		case "nvidia.gpu.process.utilization":
-			if attr(dp, "nvidia.gpu.engine") == "sm" {
+		case metricProcessUtil:
+			if attr(dp, attrEngine) == "sm" {
 				p.sm, p.hasSM = value(dp), true
 			}
 		}
 	})
-}
-
-// setPod writes what is known of a pod onto a resource.
-func setPod(attrs pcommon.Map, p podRef) {
-	put := func(k, v string) {
-		if v != "" {
-			attrs.PutStr(k, v)
-		}
-	}
-	put(attrNamespace, p.Namespace)
-	put(attrPodName, p.Name)
-	put(attrPodUID, p.UID)
-	put(attrContainerName, p.Container)
-	put(attrContainerID, p.ContainerID)
 }

@@ -1,0 +1,209 @@
+package gpuenrichprocessor // import "github.com/otelcol-gpu/otelcol-gpu/processor/gpuenrichprocessor"
+
+import (
+	"errors"
+	"sort"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.uber.org/zap"
+
+	"github.com/otelcol-gpu/otelcol-gpu/processor/gpuenrichprocessor/internal/allocation"
+	"github.com/otelcol-gpu/otelcol-gpu/processor/gpuenrichprocessor/internal/cgroup"
+	"github.com/otelcol-gpu/otelcol-gpu/processor/gpuenrichprocessor/internal/metadata"
+	"github.com/otelcol-gpu/otelcol-gpu/processor/gpuenrichprocessor/internal/podresources"
+)
+
+// How an owner was found (nvidia.gpu.attribution.method). A process's cgroup is the truth
+// about where it runs; inferring the GPU's holder is a fallback for a cgroup that cannot be
+// read, and says so.
+const (
+	methodCgroup     = "cgroup"
+	methodAllocation = "allocation"
+	methodInferred   = "inferred"
+)
+
+// podRef identifies a pod (and, when known, its container and claim) as far as it is known.
+type podRef struct {
+	Namespace, Name, UID, Container, ContainerID, Claim string
+}
+
+func (p podRef) known() bool { return p.Name != "" || p.UID != "" }
+
+// key identifies the pod among a GPU's users.
+func (p podRef) key() string {
+	if p.Name != "" {
+		return p.Namespace + "/" + p.Name
+	}
+	return p.UID
+}
+
+// owner is who a GPU, a process or a per-user series belongs to. The zero owner is
+// unknown, or the host itself.
+type owner struct {
+	pod                 podRef // a Kubernetes pod
+	containerID         string // a container outside Kubernetes (docker run, podman)
+	slurmJob, slurmStep string // a Slurm job
+	method              string
+}
+
+// resolveAllocation maps the kubelet's answer onto this batch's GPUs.
+func (p *gpuEnrichProcessor) resolveAllocation(snap *podresources.Snapshot, b *batch) allocation.Allocation {
+	var inv allocation.Inventory
+	for _, g := range b.gpus {
+		if g.mig {
+			inv.MIGs = append(inv.MIGs, allocation.MIG{UUID: g.uuid, Parent: g.parent, Index: int(g.migIndex), GPUInstanceID: int(g.migGI), Profile: g.migProfile})
+		} else {
+			inv.GPUs = append(inv.GPUs, allocation.GPU{UUID: g.uuid, Index: int(g.index), Minor: int(g.minor)})
+		}
+	}
+	var dra allocation.Slices
+	var finished allocation.Finished
+	if p.src.kube != nil {
+		dra, finished = p.src.kube, p.src.kube.Finished
+	}
+	a := allocation.Resolve(snap, inv, dra, finished)
+	if a.Example != "" && a.Example != p.unmappedExample {
+		p.logger.Warn("kubelet allocated GPU devices that map to no GPU of this node; their pods are not attributed (see nvidia.gpu.attribution.unmapped_devices)",
+			zap.Any("per_resource", a.Unmapped), zap.String("example", a.Example))
+	}
+	p.unmappedExample = a.Example
+	return a
+}
+
+// associate gives each GPU its holders and each process its owner, and writes them on
+// their resources.
+func (p *gpuEnrichProcessor) associate(b *batch, a allocation.Allocation) {
+	byUUID := make(map[string]*gpuView, len(b.gpus))
+	for _, g := range b.gpus {
+		byUUID[g.uuid] = g
+		g.holders = holdersOf(a.ByUUID[g.uuid])
+		if len(g.holders) == 1 {
+			p.putOwner(g.rm.Resource().Attributes(), owner{pod: g.holders[0], method: methodAllocation})
+		}
+	}
+	alive := make(map[uint32]bool, len(b.procs))
+	for _, proc := range b.procs {
+		alive[proc.pid] = true
+		g := byUUID[proc.on]
+		proc.owner = p.attributeProcess(proc, g)
+		p.putOwner(proc.rm.Resource().Attributes(), proc.owner)
+		if g != nil {
+			g.processes = append(g.processes, proc)
+		}
+	}
+	if p.src.pids != nil {
+		p.src.pids.Forget(alive)
+	}
+}
+
+// holdersOf turns the containers holding a device into distinct pods. A pod gets a
+// container name only when one of its containers holds the device, and a claim only when
+// it holds it through one claim.
+func holdersOf(hs []allocation.Holder) []podRef {
+	byPod := map[string]*podRef{}
+	var order []string
+	for _, h := range hs {
+		key := h.Namespace + "/" + h.Pod
+		ref := byPod[key]
+		if ref == nil {
+			byPod[key] = &podRef{Namespace: h.Namespace, Name: h.Pod, Container: h.Container, Claim: h.Claim}
+			order = append(order, key)
+			continue
+		}
+		if ref.Container != h.Container {
+			ref.Container = ""
+		}
+		if ref.Claim != h.Claim {
+			ref.Claim = ""
+		}
+	}
+	sort.Strings(order)
+	out := make([]podRef, 0, len(order))
+	for _, key := range order {
+		out = append(out, *byPod[key])
+	}
+	return out
+}
+
+// attributeProcess finds who a GPU process belongs to. Its cgroup decides: a pod (UID and
+// container ID; named through the pod-name source), a container outside Kubernetes, a
+// Slurm job, or the host — even on a GPU that a single pod holds. Only when the cgroup
+// cannot be read is the process given to its GPU's single holder, marked inferred.
+func (p *gpuEnrichProcessor) attributeProcess(proc *processView, g *gpuView) owner {
+	var holders []podRef
+	if g != nil {
+		holders = g.holders
+	}
+	if p.src.pids == nil {
+		return inferOwner(holders)
+	}
+	loc, err := p.src.pids.Lookup(proc.pid)
+	if err != nil {
+		if !errors.Is(err, cgroup.ErrProcessGone) {
+			p.logger.Debug("Cannot read a GPU process's cgroup", zap.Uint32("pid", proc.pid), zap.Error(err))
+		}
+		return inferOwner(holders)
+	}
+	switch {
+	case loc.InPod():
+		pod := podRef{UID: loc.PodUID, ContainerID: loc.ContainerID}
+		if p.src.names != nil {
+			if named, ok := p.src.names.Lookup(loc.PodUID); ok {
+				pod.Namespace, pod.Name = named.Namespace, named.Name
+				pod.Container = named.ContainerName(loc.ContainerID)
+			}
+		}
+		for _, h := range holders {
+			if h.Namespace == pod.Namespace && h.Name == pod.Name {
+				pod.Claim = h.Claim
+			}
+		}
+		return owner{pod: pod, method: methodCgroup}
+	case loc.ContainerID != "":
+		return owner{containerID: loc.ContainerID, method: methodCgroup}
+	case loc.SlurmJob != "":
+		return owner{slurmJob: loc.SlurmJob, slurmStep: loc.SlurmStep, method: methodCgroup}
+	default:
+		return owner{} // the host's own: a service, a user's session
+	}
+}
+
+// inferOwner gives a process whose cgroup cannot be read to the only pod holding its GPU
+// (never the container: the pod may have others), and says it was inferred.
+func inferOwner(holders []podRef) owner {
+	if len(holders) != 1 {
+		return owner{}
+	}
+	h := holders[0]
+	return owner{pod: podRef{Namespace: h.Namespace, Name: h.Name, Claim: h.Claim}, method: methodInferred}
+}
+
+// ownerKeys are the resource attributes an owner is written under; a per-user resource
+// starts from its GPU's attributes without them.
+var ownerKeys = []string{"k8s.namespace.name", "k8s.pod.name", "k8s.pod.uid", "k8s.container.name", "container.id",
+	"k8s.resourceclaim.name", "slurm.job.id", "slurm.job.step", "nvidia.gpu.attribution.method"}
+
+// putOwner writes an owner's attributes through the generated resource builder, so each
+// can be switched off in the configuration.
+func (p *gpuEnrichProcessor) putOwner(attrs pcommon.Map, o owner) {
+	rb := metadata.NewResourceBuilder(p.cfg.ResourceAttributes)
+	set := func(f func(string), v string) {
+		if v != "" {
+			f(v)
+		}
+	}
+	set(rb.SetK8sNamespaceName, o.pod.Namespace)
+	set(rb.SetK8sPodName, o.pod.Name)
+	set(rb.SetK8sPodUID, o.pod.UID)
+	set(rb.SetK8sContainerName, o.pod.Container)
+	set(rb.SetContainerID, o.pod.ContainerID)
+	set(rb.SetContainerID, o.containerID)
+	set(rb.SetK8sResourceclaimName, o.pod.Claim)
+	set(rb.SetSlurmJobID, o.slurmJob)
+	set(rb.SetSlurmJobStep, o.slurmStep)
+	set(rb.SetNvidiaGpuAttributionMethod, o.method)
+	rb.Emit().Attributes().Range(func(k string, v pcommon.Value) bool {
+		v.CopyTo(attrs.PutEmpty(k))
+		return true
+	})
+}
