@@ -17,7 +17,7 @@ const (
 
 // recordClocks reports the current SM and memory clocks (NVML: MHz) in Hz.
 func (r *deviceRead) recordClocks() {
-	if !r.metrics().NvidiaGpuClockFrequency.Enabled {
+	if !r.metrics.NvidiaGpuClockFrequency.Enabled {
 		return
 	}
 	r.recordClock(callGetClockInfoSM, nvml.CLOCK_SM, metadata.AttributeNvidiaGpuClockTypeSm)
@@ -67,7 +67,7 @@ var clockEventDurations = []struct {
 // (nvmlDeviceGetCurrentClocksEventReasons, R535+, or its older "throttle" name), and the
 // cumulative time per cause from the field batch.
 func (r *deviceRead) recordClockEvents() {
-	m := r.metrics()
+	m := r.metrics
 	if m.NvidiaGpuClockEventActive.Enabled {
 		if mask, ok := r.clockEventMask(); ok {
 			for _, b := range clockEventBits {
@@ -89,7 +89,7 @@ func (r *deviceRead) recordClockEvents() {
 }
 
 func (r *deviceRead) clockEventMask() (uint64, bool) {
-	if r.s.session.HasSymbol(callGetClocksEventReasons) && !r.skip(callGetClocksEventReasons) {
+	if r.symbols.HasSymbol(callGetClocksEventReasons) && !r.skip(callGetClocksEventReasons) {
 		mask, ret := r.dev.handle.GetCurrentClocksEventReasons()
 		return mask, r.ok(callGetClocksEventReasons, ret)
 	}

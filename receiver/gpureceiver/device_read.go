@@ -3,6 +3,7 @@ package gpureceiver // import "github.com/otelcol-gpu/otelcol-gpu/receiver/gpure
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -12,14 +13,31 @@ import (
 	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpureceiver/internal/nvmlclient"
 )
 
+// readDeps is what reading a GPU needs from the rest of the receiver. The scraper hands
+// it to every read (kubeletstats style), so that a read reaches nothing else.
+type readDeps struct {
+	logger  *zap.Logger
+	clock   func() time.Time
+	metrics *metadata.MetricsConfig
+	mb      *metadata.MetricsBuilder
+	// symbols tells which NVML entry points the driver has.
+	symbols interface{ HasSymbol(string) bool }
+	// xids counts XID events per GPU; nil when the driver offers no events.
+	xids *xidWatcher
+	gpm  *nvmlGPM
+	// hostName goes on every resource.
+	hostName string
+	// procNames names GPU processes.
+	procNames *processNames
+}
+
 // deviceRead is one scrape of one GPU. It classifies every NVML answer in one place:
 // success, "no such value here" (skipped quietly), "the GPU is gone" (the rest of this GPU
 // is skipped), or an unexpected error (reported, rate-limited in the log).
 type deviceRead struct {
-	s      *gpuScraper
+	readDeps
 	lib    nvml.Interface
 	dev    *gpuDevice
-	mb     *metadata.MetricsBuilder
 	now    pcommon.Timestamp
 	fields fieldValues
 	errs   []error
@@ -32,12 +50,14 @@ type deviceRead struct {
 	}
 }
 
-func newDeviceRead(s *gpuScraper, lib nvml.Interface, d *gpuDevice, now pcommon.Timestamp) *deviceRead {
-	return &deviceRead{s: s, lib: lib, dev: d, mb: s.mb, now: now}
+func newDeviceRead(deps readDeps, lib nvml.Interface, d *gpuDevice, now pcommon.Timestamp) *deviceRead {
+	return &deviceRead{readDeps: deps, lib: lib, dev: d, now: now}
 }
 
-// recordAll reads every subsystem in turn; each one stops early once the GPU is gone. A
-// GPU without a handle (lost, not found again) only reports its health: failed.
+// recordAll reads every subsystem in turn, each on the resource it belongs to: the GPU's
+// own metrics first, then its MIG instances and its processes. Each subsystem stops early
+// once the GPU is gone. A GPU without a handle (lost, not found again) only reports its
+// health: failed.
 func (r *deviceRead) recordAll() {
 	if r.dev.handle != nil {
 		r.readFields()
@@ -50,14 +70,17 @@ func (r *deviceRead) recordAll() {
 		r.recordClockEvents()
 		r.recordPCIe()
 		r.recordNVLink()
-		r.s.recordProfiling(r)
+		r.recordProfiling()
 		if !r.gone && r.dev.gone {
-			r.s.logger.Info("GPU answers again", zap.Int("gpu", r.dev.index), zap.String("uuid", r.dev.uuid))
+			r.logger.Info("GPU answers again", zap.Int("gpu", r.dev.index), zap.String("uuid", r.dev.uuid))
 			r.dev.gone = false
 		}
 	}
 	r.recordXIDs()
 	r.recordHealth()
+	r.mb.EmitForResource(metadata.WithResource(r.dev.resource))
+	migs := r.recordMIG()
+	r.recordProcesses(migs)
 }
 
 // skip is true when a call should not be made: the GPU is gone, or the call is known to be
@@ -79,10 +102,10 @@ func (r *deviceRead) ok(call string, ret nvml.Return) bool {
 		r.failed++
 		r.errs = append(r.errs, nvmlclient.NewError(call, ret))
 		if !r.dev.gone {
-			r.s.logger.Error("GPU stopped answering; it reports hw.status failed until it answers again",
+			r.logger.Error("GPU stopped answering; it reports hw.status failed until it answers again",
 				zap.Int("gpu", r.dev.index), zap.String("uuid", r.dev.uuid), zap.String("nvml_error", nvmlclient.ReturnName(ret)))
 			r.dev.gone = true
-			r.dev.goneSince = r.s.now()
+			r.dev.goneSince = r.clock()
 		}
 	case ret == nvml.ERROR_NOT_SUPPORTED || ret == nvml.ERROR_FUNCTION_NOT_FOUND:
 		r.dev.unsupported[call] = true
@@ -91,7 +114,7 @@ func (r *deviceRead) ok(call string, ret nvml.Return) bool {
 		r.failed++
 		r.errs = append(r.errs, nvmlclient.NewError(call, ret))
 		if r.dev.warned[call] != ret {
-			r.s.logger.Warn("NVML call failed", zap.Int("gpu", r.dev.index), zap.String("call", call),
+			r.logger.Warn("NVML call failed", zap.Int("gpu", r.dev.index), zap.String("call", call),
 				zap.String("nvml_error", nvmlclient.ReturnName(ret)))
 			r.dev.warned[call] = ret
 		}
@@ -106,4 +129,8 @@ func (r *deviceRead) err() error {
 	return fmt.Errorf("GPU %d (%s): %w", r.dev.index, r.dev.uuid, errors.Join(r.errs...))
 }
 
-func (r *deviceRead) metrics() *metadata.MetricsConfig { return &r.s.cfg.Metrics }
+// identity starts a resource with the GPU's identity; MIG instances and processes add
+// their own attributes to it.
+func (r *deviceRead) identity() *metadata.ResourceBuilder {
+	return identityBuilder(r.mb, r.hostName, r.dev)
+}

@@ -131,8 +131,7 @@ func (s *gpuScraper) identify(lib nvml.Interface, i int, driver string) (*gpuDev
 	if minor, ret := h.GetMinorNumber(); ret == nvml.SUCCESS {
 		d.minor = minor
 	}
-	rb := s.identityBuilder(d)
-	d.resource = rb.Emit()
+	d.resource = identityBuilder(s.mb, s.hostName, d).Emit()
 	d.static = s.readStaticFacts(h)
 	d.fieldRequest = newFieldRequest(d.static.nvlinks)
 	return d, nil
@@ -140,9 +139,9 @@ func (s *gpuScraper) identify(lib nvml.Interface, i int, driver string) (*gpuDev
 
 // identityBuilder starts a resource with the GPU's identity; MIG instances and processes
 // add their own attributes to it.
-func (s *gpuScraper) identityBuilder(d *gpuDevice) *metadata.ResourceBuilder {
-	rb := s.mb.NewResourceBuilder()
-	rb.SetHostName(s.hostName)
+func identityBuilder(mb *metadata.MetricsBuilder, hostName string, d *gpuDevice) *metadata.ResourceBuilder {
+	rb := mb.NewResourceBuilder()
+	rb.SetHostName(hostName)
 	rb.SetHwID(d.uuid)
 	rb.SetHwType("gpu")
 	rb.SetHwVendor("NVIDIA")

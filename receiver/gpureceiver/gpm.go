@@ -2,6 +2,8 @@ package gpureceiver // import "github.com/otelcol-gpu/otelcol-gpu/receiver/gpure
 
 import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
+	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpureceiver/internal/metadata"
 )
 
 // GPM (GPU Performance Monitoring, Hopper and newer, drivers R520+) measures activity
@@ -173,5 +175,50 @@ func (g *nvmlGPM) Close() {
 		p.prev.Free()
 		p.cur.Free()
 		delete(g.samples, key)
+	}
+}
+
+// recordProfiling reports GPM activity of the whole GPU (Hopper and newer).
+func (r *deviceRead) recordProfiling() {
+	m := r.metrics
+	if r.gone || !r.dev.static.gpmSupported || (!m.NvidiaGpuProfilingActivity.Enabled && !m.NvidiaGpuProfilingBandwidth.Enabled) {
+		return
+	}
+	v, ok, ret := r.gpm.Read(r.dev.handle, gpmNoMIG)
+	if !r.ok("nvmlGpmSampleGet", ret) || !ok {
+		return
+	}
+	r.recordActivity(v)
+	for _, b := range []struct {
+		value float64
+		link  metadata.AttributeNvidiaGpuInterconnect
+		dir   metadata.AttributeNetworkIoDirection
+	}{
+		{v.pcieTx, metadata.AttributeNvidiaGpuInterconnectPcie, metadata.AttributeNetworkIoDirectionTransmit},
+		{v.pcieRx, metadata.AttributeNvidiaGpuInterconnectPcie, metadata.AttributeNetworkIoDirectionReceive},
+		{v.nvlinkTx, metadata.AttributeNvidiaGpuInterconnectNvlink, metadata.AttributeNetworkIoDirectionTransmit},
+		{v.nvlinkRx, metadata.AttributeNvidiaGpuInterconnectNvlink, metadata.AttributeNetworkIoDirectionReceive},
+	} {
+		r.mb.RecordNvidiaGpuProfilingBandwidthDataPoint(r.now, b.value, b.link, b.dir)
+	}
+}
+
+var activityAttrs = [gpmNumActivities]metadata.AttributeNvidiaGpuProfilingMetric{
+	gpmGraphicsActive: metadata.AttributeNvidiaGpuProfilingMetricGraphicsActive,
+	gpmSMActive:       metadata.AttributeNvidiaGpuProfilingMetricSmActive,
+	gpmSMOccupancy:    metadata.AttributeNvidiaGpuProfilingMetricSmOccupancy,
+	gpmTensorActive:   metadata.AttributeNvidiaGpuProfilingMetricTensorActive,
+	gpmDRAMActive:     metadata.AttributeNvidiaGpuProfilingMetricDramActive,
+	gpmFP64Active:     metadata.AttributeNvidiaGpuProfilingMetricFp64Active,
+	gpmFP32Active:     metadata.AttributeNvidiaGpuProfilingMetricFp32Active,
+	gpmFP16Active:     metadata.AttributeNvidiaGpuProfilingMetricFp16Active,
+}
+
+func (r *deviceRead) recordActivity(v gpmValues) {
+	if !r.metrics.NvidiaGpuProfilingActivity.Enabled {
+		return
+	}
+	for i, attr := range activityAttrs {
+		r.mb.RecordNvidiaGpuProfilingActivityDataPoint(r.now, v.activity[i], attr)
 	}
 }

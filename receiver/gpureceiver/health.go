@@ -17,8 +17,8 @@ import (
 func (r *deviceRead) recordHealth() {
 	state := metadata.AttributeHwStateOk
 	var fatalXID, severeXID bool
-	if r.s.xids != nil {
-		fatalXID, severeXID = r.s.xids.recent(r.dev.uuid)
+	if r.xids != nil {
+		fatalXID, severeXID = r.xids.recent(r.dev.uuid)
 	}
 	flag := func(id uint32) bool { v, ok := r.fields.get(id); return ok && v > 0 }
 	switch {
@@ -28,11 +28,11 @@ func (r *deviceRead) recordHealth() {
 		state = metadata.AttributeHwStateDegraded
 	}
 	if state != r.dev.health && r.dev.health != 0 {
-		r.s.logger.Warn("GPU health changed", zap.Int("gpu", r.dev.index), zap.String("uuid", r.dev.uuid),
+		r.logger.Warn("GPU health changed", zap.Int("gpu", r.dev.index), zap.String("uuid", r.dev.uuid),
 			zap.String("from", r.dev.health.String()), zap.String("to", state.String()))
 	}
 	r.dev.health = state
-	if !r.metrics().HwStatus.Enabled {
+	if !r.metrics.HwStatus.Enabled {
 		return
 	}
 	for _, st := range []metadata.AttributeHwState{metadata.AttributeHwStateOk, metadata.AttributeHwStateDegraded, metadata.AttributeHwStateFailed} {
@@ -47,10 +47,10 @@ func (r *deviceRead) recordHealth() {
 // recordXIDs reports the cumulative XID counters of the GPU. A watched GPU with no XID yet
 // reports nothing: there is no code to put on the series.
 func (r *deviceRead) recordXIDs() {
-	if r.s.xids == nil || !r.metrics().NvidiaGpuXidErrors.Enabled {
+	if r.xids == nil || !r.metrics.NvidiaGpuXidErrors.Enabled {
 		return
 	}
-	for code, n := range r.s.xids.snapshot(r.dev.uuid) {
+	for code, n := range r.xids.snapshot(r.dev.uuid) {
 		r.mb.RecordNvidiaGpuXidErrorsDataPoint(r.now, int64(n), int64(code))
 	}
 }

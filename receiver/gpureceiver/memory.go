@@ -10,11 +10,11 @@ const (
 // recordMemory reports the framebuffer. nvmlDeviceGetMemoryInfo_v2 (drivers ≥ 510) also
 // tells the driver's reservation; older drivers get the v1 call and no reserved metric.
 func (r *deviceRead) recordMemory() {
-	m := r.metrics()
+	m := r.metrics
 	if !m.HwGpuMemoryUsage.Enabled && !m.HwGpuMemoryLimit.Enabled && !m.NvidiaGpuMemoryFree.Enabled && !m.NvidiaGpuMemoryReserved.Enabled {
 		return
 	}
-	if r.s.session.HasSymbol(callGetMemoryInfoV2) && !r.skip(callGetMemoryInfoV2) {
+	if r.symbols.HasSymbol(callGetMemoryInfoV2) && !r.skip(callGetMemoryInfoV2) {
 		mem, ret := r.dev.handle.GetMemoryInfo_v2()
 		if r.ok(callGetMemoryInfoV2, ret) {
 			r.recordFramebuffer(mem.Total, mem.Used, mem.Free)

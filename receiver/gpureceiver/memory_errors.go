@@ -13,7 +13,7 @@ func (r *deviceRead) recordMemoryErrors() {
 	if r.gone {
 		return
 	}
-	m := r.metrics()
+	m := r.metrics
 	if m.HwErrors.Enabled {
 		for _, e := range []struct {
 			id   uint32

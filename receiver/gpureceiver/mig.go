@@ -42,7 +42,7 @@ func (m *migInstance) describe(rb *metadata.ResourceBuilder, parent *gpuDevice) 
 // recordMIG emits one resource per MIG instance of a MIG-enabled GPU, with its framebuffer
 // and, where GPM supports it, its activity. The parent keeps its device-level metrics.
 // It returns the instances by GPU instance id, for attributing processes.
-func (s *gpuScraper) recordMIG(r *deviceRead) map[uint32]*migInstance {
+func (r *deviceRead) recordMIG() map[uint32]*migInstance {
 	if r.gone || r.dev.handle == nil || r.skip(callGetMigMode) {
 		return nil
 	}
@@ -74,11 +74,11 @@ func (s *gpuScraper) recordMIG(r *deviceRead) map[uint32]*migInstance {
 			r.mb.RecordNvidiaGpuMemoryFreeDataPoint(r.now, int64(mem.Free))
 		}
 		if r.dev.static.gpmSupported {
-			if v, ok, ret := s.gpm.Read(r.dev.handle, mi.gpuInstance); r.ok("nvmlGpmMigSampleGet", ret) && ok {
+			if v, ok, ret := r.gpm.Read(r.dev.handle, mi.gpuInstance); r.ok("nvmlGpmMigSampleGet", ret) && ok {
 				r.recordActivity(v)
 			}
 		}
-		rb := s.identityBuilder(r.dev)
+		rb := r.identity()
 		mi.describe(rb, r.dev)
 		r.mb.EmitForResource(metadata.WithResource(rb.Emit()))
 	}
@@ -118,49 +118,4 @@ func (r *deviceRead) migProfile(gpuInstance int) string {
 	}
 	r.dev.migProfiles[gpuInstance] = name
 	return name
-}
-
-// recordProfiling reports GPM activity of the whole GPU (Hopper and newer).
-func (s *gpuScraper) recordProfiling(r *deviceRead) {
-	m := r.metrics()
-	if r.gone || !r.dev.static.gpmSupported || (!m.NvidiaGpuProfilingActivity.Enabled && !m.NvidiaGpuProfilingBandwidth.Enabled) {
-		return
-	}
-	v, ok, ret := s.gpm.Read(r.dev.handle, gpmNoMIG)
-	if !r.ok("nvmlGpmSampleGet", ret) || !ok {
-		return
-	}
-	r.recordActivity(v)
-	for _, b := range []struct {
-		value float64
-		link  metadata.AttributeNvidiaGpuInterconnect
-		dir   metadata.AttributeNetworkIoDirection
-	}{
-		{v.pcieTx, metadata.AttributeNvidiaGpuInterconnectPcie, metadata.AttributeNetworkIoDirectionTransmit},
-		{v.pcieRx, metadata.AttributeNvidiaGpuInterconnectPcie, metadata.AttributeNetworkIoDirectionReceive},
-		{v.nvlinkTx, metadata.AttributeNvidiaGpuInterconnectNvlink, metadata.AttributeNetworkIoDirectionTransmit},
-		{v.nvlinkRx, metadata.AttributeNvidiaGpuInterconnectNvlink, metadata.AttributeNetworkIoDirectionReceive},
-	} {
-		r.mb.RecordNvidiaGpuProfilingBandwidthDataPoint(r.now, b.value, b.link, b.dir)
-	}
-}
-
-var activityAttrs = [gpmNumActivities]metadata.AttributeNvidiaGpuProfilingMetric{
-	gpmGraphicsActive: metadata.AttributeNvidiaGpuProfilingMetricGraphicsActive,
-	gpmSMActive:       metadata.AttributeNvidiaGpuProfilingMetricSmActive,
-	gpmSMOccupancy:    metadata.AttributeNvidiaGpuProfilingMetricSmOccupancy,
-	gpmTensorActive:   metadata.AttributeNvidiaGpuProfilingMetricTensorActive,
-	gpmDRAMActive:     metadata.AttributeNvidiaGpuProfilingMetricDramActive,
-	gpmFP64Active:     metadata.AttributeNvidiaGpuProfilingMetricFp64Active,
-	gpmFP32Active:     metadata.AttributeNvidiaGpuProfilingMetricFp32Active,
-	gpmFP16Active:     metadata.AttributeNvidiaGpuProfilingMetricFp16Active,
-}
-
-func (r *deviceRead) recordActivity(v gpmValues) {
-	if !r.metrics().NvidiaGpuProfilingActivity.Enabled {
-		return
-	}
-	for i, attr := range activityAttrs {
-		r.mb.RecordNvidiaGpuProfilingActivityDataPoint(r.now, v.activity[i], attr)
-	}
 }

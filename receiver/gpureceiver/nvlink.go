@@ -24,7 +24,7 @@ func (r *deviceRead) recordNVLink() {
 	if r.gone {
 		return
 	}
-	m := r.metrics()
+	m := r.metrics
 	for l := 0; l < r.dev.static.nvlinks; l++ {
 		link := int64(l)
 		if v, ok := r.fields.link(nvml.FI_DEV_NVLINK_GET_STATE, l); ok && m.NvidiaGpuNvlinkState.Enabled {

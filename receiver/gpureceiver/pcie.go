@@ -16,7 +16,7 @@ const (
 // a bad riser, slot or cable), the byte counters, and the link's generation and width next
 // to their maxima (a link trained below its maximum is a degraded link).
 func (r *deviceRead) recordPCIe() {
-	m := r.metrics()
+	m := r.metrics
 	if m.NvidiaGpuPcieReplays.Enabled {
 		if v, ok := r.fields.get(nvml.FI_DEV_PCIE_REPLAY_COUNTER); ok {
 			r.mb.RecordNvidiaGpuPcieReplaysDataPoint(r.now, int64(v))

@@ -17,7 +17,7 @@ const (
 // (NVML: mJ since driver load) in J. The enforced limit is read every scrape (an operator
 // or the driver may change it); default, min and max are read at discovery.
 func (r *deviceRead) recordPower() {
-	m := r.metrics()
+	m := r.metrics
 	if m.HwPower.Enabled && !r.skip(callGetPowerUsage) {
 		p, ret := r.dev.handle.GetPowerUsage()
 		if r.ok(callGetPowerUsage, ret) {

@@ -75,7 +75,7 @@ func (r *deviceRead) readProcesses() []gpuProcess {
 // (nvmlDeviceGetProcessUtilization; the newer GetProcessesUtilizationInfo is broken in
 // go-nvml). NOT_FOUND means no process ran in the interval.
 func (r *deviceRead) readProcessUtilization() map[uint32]*processUtil {
-	if r.skip(callGetProcessUtil) || !r.metrics().NvidiaGpuProcessUtilization.Enabled {
+	if r.skip(callGetProcessUtil) || !r.metrics.NvidiaGpuProcessUtilization.Enabled {
 		return nil
 	}
 	samples, ret := r.dev.handle.GetProcessUtilization(r.dev.lastProcessTS)
@@ -102,8 +102,8 @@ func (r *deviceRead) readProcessUtilization() map[uint32]*processUtil {
 // recordProcesses emits one resource per process on the GPU: the GPU's identity (or its
 // MIG instance's) plus the process's, so that shared GPUs can be told apart per process
 // and, downstream, per pod.
-func (s *gpuScraper) recordProcesses(r *deviceRead, migs map[uint32]*migInstance) {
-	m := r.metrics()
+func (r *deviceRead) recordProcesses(migs map[uint32]*migInstance) {
+	m := r.metrics
 	if r.gone || r.dev.handle == nil || (!m.NvidiaGpuProcessMemoryUsage.Enabled && !m.NvidiaGpuProcessUtilization.Enabled) {
 		return
 	}
@@ -123,12 +123,12 @@ func (s *gpuScraper) recordProcesses(r *deviceRead, migs map[uint32]*migInstance
 			r.mb.RecordNvidiaGpuProcessUtilizationDataPoint(r.now, u.enc/n, metadata.AttributeNvidiaGpuEngineEncoder)
 			r.mb.RecordNvidiaGpuProcessUtilizationDataPoint(r.now, u.dec/n, metadata.AttributeNvidiaGpuEngineDecoder)
 		}
-		rb := s.identityBuilder(r.dev)
+		rb := r.identity()
 		if mi := migs[p.gpuInstance]; p.gpuInstance != noInstance && mi != nil {
 			mi.describe(rb, r.dev)
 		}
 		rb.SetProcessPid(int64(p.pid))
-		rb.SetProcessExecutableName(s.processName(p.pid))
+		rb.SetProcessExecutableName(r.procNames.lookup(r.lib, p.pid))
 		if p.graphics {
 			rb.SetNvidiaGpuProcessType("graphics")
 		} else {
@@ -138,29 +138,36 @@ func (s *gpuScraper) recordProcesses(r *deviceRead, migs map[uint32]*migInstance
 	}
 }
 
-// processName asks NVML once per PID and caches the answer for as long as the PID is
-// seen; forgetProcesses drops PIDs that are gone.
-func (s *gpuScraper) processName(pid uint32) string {
-	if name, ok := s.procNames[pid]; ok {
-		s.procSeen[pid] = true
+// processNames caches process names by PID: NVML is asked once per PID, for as long as
+// the PID is seen.
+type processNames struct {
+	names map[uint32]string
+	seen  map[uint32]bool // the PIDs of this scrape
+}
+
+func newProcessNames() *processNames {
+	return &processNames{names: map[uint32]string{}, seen: map[uint32]bool{}}
+}
+
+func (c *processNames) lookup(lib nvml.Interface, pid uint32) string {
+	c.seen[pid] = true
+	if name, ok := c.names[pid]; ok {
 		return name
 	}
 	name := ""
-	if lib := s.session.Lib(); lib != nil {
-		if n, ret := lib.SystemGetProcessName(int(pid)); ret == nvml.SUCCESS {
-			name = n
-		}
+	if n, ret := lib.SystemGetProcessName(int(pid)); ret == nvml.SUCCESS {
+		name = n
 	}
-	s.procNames[pid] = name
-	s.procSeen[pid] = true
+	c.names[pid] = name
 	return name
 }
 
-func (s *gpuScraper) forgetProcesses() {
-	for pid := range s.procNames {
-		if !s.procSeen[pid] {
-			delete(s.procNames, pid)
+// forgetUnseen drops the PIDs not seen since the last call: their processes are gone.
+func (c *processNames) forgetUnseen() {
+	for pid := range c.names {
+		if !c.seen[pid] {
+			delete(c.names, pid)
 		}
 	}
-	clear(s.procSeen)
+	clear(c.seen)
 }

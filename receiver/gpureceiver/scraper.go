@@ -8,7 +8,6 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"go.opentelemetry.io/collector/component"
-	"go.opentelemetry.io/collector/component/componentstatus"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/receiver"
@@ -18,11 +17,6 @@ import (
 	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpureceiver/internal/metadata"
 	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpureceiver/internal/nvmlclient"
 )
-
-// rediscoverAfter is how long a GPU must be lost before NVML is re-initialised to find it
-// again (handles are not revalidated by the driver), and the least time between two
-// re-initialisations.
-const rediscoverAfter = time.Minute
 
 // gpuScraper reads every GPU once per collection interval.
 type gpuScraper struct {
@@ -38,10 +32,8 @@ type gpuScraper struct {
 	devices      []*gpuDevice
 	xids         *xidWatcher
 	gpm          *nvmlGPM
+	procNames    *processNames
 	lastReinit   time.Time
-	// procNames caches process names by PID; procSeen marks the PIDs of this scrape.
-	procNames map[uint32]string
-	procSeen  map[uint32]bool
 	// nvmlDown remembers the last reported state so that logs and component status change
 	// only when the state does, not on every scrape.
 	nvmlDown     bool
@@ -59,8 +51,7 @@ func newGPUScraper(cfg *Config, set receiver.Settings, lib nvml.Interface, now f
 		}),
 		mb:        metadata.NewMetricsBuilder(cfg.MetricsBuilderConfig, set, metadata.WithStartTime(pcommon.NewTimestampFromTime(now()))),
 		gpm:       newNVMLGPM(lib),
-		procNames: map[uint32]string{},
-		procSeen:  map[uint32]bool{},
+		procNames: newProcessNames(),
 	}
 }
 
@@ -99,101 +90,6 @@ func (s *gpuScraper) shutdown(context.Context) error {
 	return nil
 }
 
-// startWatchers starts what runs beside the scrapes once GPUs are known: the XID stream.
-func (s *gpuScraper) startWatchers() {
-	lib := s.session.Lib()
-	if lib == nil || !s.cfg.Metrics.NvidiaGpuXidErrors.Enabled && !s.cfg.Metrics.HwStatus.Enabled {
-		return
-	}
-	old := s.xids
-	s.xids = startXIDWatcher(lib, s.devices, s.logger, s.now)
-	if s.xids != nil {
-		s.xids.carryCounts(old)
-	}
-}
-
-// stopWatchers stops the XID goroutine and releases GPM samples; it must run before NVML
-// is shut down.
-func (s *gpuScraper) stopWatchers() {
-	if s.xids != nil {
-		s.xids.close()
-	}
-	s.gpm.Close()
-}
-
-// maybeRediscover re-initialises NVML when a GPU has been lost for a while: after a GPU
-// falls off the bus and is reset, only a fresh Init finds it again.
-func (s *gpuScraper) maybeRediscover() {
-	now := s.now()
-	if now.Sub(s.lastReinit) < rediscoverAfter {
-		return
-	}
-	lost := false
-	for _, d := range s.devices {
-		if d.gone && now.Sub(d.goneSince) >= rediscoverAfter {
-			lost = true
-		}
-	}
-	if !lost {
-		return
-	}
-	s.lastReinit = now
-	s.logger.Info("A GPU has been lost for a while; re-initialising NVML to find it again")
-	old := s.xids
-	s.stopWatchers()
-	s.xids = old // keep the counters; a new watcher takes them over
-	s.session.Shutdown()
-	s.session.ResetBackoff()
-	s.ensureNVML()
-}
-
-// ensureNVML initialises NVML when needed and reports state changes once.
-func (s *gpuScraper) ensureNVML() {
-	outcome, err := s.session.EnsureInitialized()
-	switch outcome {
-	case nvmlclient.JustInitialized:
-		if s.nvmlDown {
-			s.logger.Info("NVML is available again")
-		}
-		s.nvmlDown = false
-		s.lastInitFail = nvml.SUCCESS
-		s.discoverDevices()
-		s.startWatchers()
-		s.reportStatus(componentstatus.NewEvent(componentstatus.StatusOK))
-	case nvmlclient.Failed:
-		ret := nvmlclient.ReturnOf(err)
-		if !s.nvmlDown || ret != s.lastInitFail {
-			s.logger.Warn("NVML cannot be initialised; GPU metrics are paused and initialisation is retried with back-off",
-				zap.String("nvml_error", nvmlclient.ReturnName(ret)), zap.String("backend", s.cfg.Backend),
-				zap.String("hint", initFailureHint(ret)))
-			s.reportStatus(componentstatus.NewRecoverableErrorEvent(err))
-		}
-		s.nvmlDown = true
-		s.lastInitFail = ret
-		s.devices = nil
-	}
-}
-
-func initFailureHint(ret nvml.Return) string {
-	switch ret {
-	case nvml.ERROR_LIBRARY_NOT_FOUND:
-		return "libnvidia-ml.so.1 is not on the library path: install the NVIDIA driver, or run the container with the NVIDIA runtime and NVIDIA_DRIVER_CAPABILITIES=utility, or set nvml.library_path"
-	case nvml.ERROR_DRIVER_NOT_LOADED:
-		return "the NVIDIA kernel driver is not loaded"
-	case nvml.ERROR_NO_PERMISSION:
-		return "no permission to open /dev/nvidia*: run with access to the NVIDIA device nodes"
-	case nvml.ERROR_LIB_RM_VERSION_MISMATCH:
-		return "libnvidia-ml and the kernel driver have different versions: reboot or reload the driver"
-	}
-	return ""
-}
-
-func (s *gpuScraper) reportStatus(ev *componentstatus.Event) {
-	if s.host != nil {
-		componentstatus.ReportStatus(s.host, ev)
-	}
-}
-
 func (s *gpuScraper) scrape(context.Context) (pmetric.Metrics, error) {
 	s.ensureNVML()
 	now := pcommon.NewTimestampFromTime(s.now())
@@ -206,20 +102,16 @@ func (s *gpuScraper) scrape(context.Context) (pmetric.Metrics, error) {
 			s.discoverDevices()
 			s.startWatchers()
 		}
+		deps := s.readDeps()
 		for _, d := range s.devices {
-			r := newDeviceRead(s, lib, d, now)
+			r := newDeviceRead(deps, lib, d, now)
 			r.recordAll()
-			// The GPU's own metrics first, then its MIG instances and processes, each
-			// on a resource of its own.
-			s.mb.EmitForResource(metadata.WithResource(d.resource))
-			migs := s.recordMIG(r)
-			s.recordProcesses(r, migs)
 			if err := r.err(); err != nil {
 				errs = append(errs, err)
 				failed += r.failed
 			}
 		}
-		s.forgetProcesses()
+		s.procNames.forgetUnseen()
 		s.maybeRediscover()
 	}
 	s.recordReceiverHealth(now, lib != nil)
@@ -229,6 +121,21 @@ func (s *gpuScraper) scrape(context.Context) (pmetric.Metrics, error) {
 		return md, scrapererror.NewPartialScrapeError(errors.Join(errs...), failed)
 	}
 	return md, nil
+}
+
+// readDeps hands a GPU read what it needs of the scraper.
+func (s *gpuScraper) readDeps() readDeps {
+	return readDeps{
+		logger:    s.logger,
+		clock:     s.now,
+		metrics:   &s.cfg.Metrics,
+		mb:        s.mb,
+		symbols:   s.session,
+		xids:      s.xids,
+		gpm:       s.gpm,
+		hostName:  s.hostName,
+		procNames: s.procNames,
+	}
 }
 
 // recordReceiverHealth emits the receiver's own health on a host-level resource, so that

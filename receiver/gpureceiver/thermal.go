@@ -28,7 +28,7 @@ var temperatureLimits = []struct {
 // memory (HBM parts), the memory temperature, which only exists as a field value; then the
 // thresholds, the fan and the performance state.
 func (r *deviceRead) recordTemperature() {
-	m := r.metrics()
+	m := r.metrics
 	if m.HwTemperature.Enabled {
 		if !r.skip(callGetTemperature) {
 			t, ret := r.dev.handle.GetTemperature(nvml.TEMPERATURE_GPU)

@@ -26,7 +26,7 @@ const (
 )
 
 func (r *deviceRead) recordUtilization() {
-	m := r.metrics()
+	m := r.metrics
 	if m.HwGpuUtilization.Enabled {
 		gpu, okGPU := r.averageSamples(utilizationSamplesGPU)
 		if !okGPU {
