@@ -138,7 +138,9 @@ func newDashboard(uid, title, description string, vars ...*dashboard.QueryVariab
 	return d
 }
 
-func row(title string) *dashboard.RowBuilder { return dashboard.NewRowBuilder(title).Datasource(datasource()) }
+func row(title string) *dashboard.RowBuilder {
+	return dashboard.NewRowBuilder(title).Datasource(datasource())
+}
 
 // Threshold scales. Orange (warning) and red (critical) start where the alert of that
 // severity fires.

@@ -13,8 +13,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -179,20 +177,6 @@ func Render() (map[string][]byte, error) {
 		out[d.File] = data
 	}
 	return out, nil
-}
-
-// Write renders every dashboard into dir.
-func Write(dir string) error {
-	files, err := Render()
-	if err != nil {
-		return err
-	}
-	for name, data := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // MetricNames returns every metric name the dashboards' queries (panel queries and query

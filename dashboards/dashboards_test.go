@@ -3,10 +3,12 @@ package dashboards_test
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -38,7 +40,6 @@ var (
 	wantDatasource   = map[string]any{"type": "prometheus", "uid": "${datasource}"}
 )
 
-
 // committed reads the dashboards committed in this directory.
 func committed(t *testing.T) map[string][]byte {
 	t.Helper()
@@ -62,7 +63,7 @@ func parsed(t *testing.T) []dashboard {
 	t.Helper()
 	files := committed(t)
 	var out []dashboard
-	for _, name := range sortedKeys(files) {
+	for _, name := range slices.Sorted(maps.Keys(files)) {
 		var m map[string]any
 		require.NoError(t, json.Unmarshal(files[name], &m), "%s does not parse", name)
 		out = append(out, dashboard{file: name, model: m})
@@ -308,7 +309,7 @@ func TestMetricNames(t *testing.T) {
 			}
 		}
 	}
-	assert.Equal(t, sortedKeys(want), got)
+	assert.Equal(t, slices.Sorted(maps.Keys(want)), got)
 	for _, n := range []string{"hw_gpu_utilization_ratio", "nvidia_gpu_pod_utilization_ratio", "ALERTS", "container_cpu_usage_seconds_total", "nvidia_nvml_available"} {
 		assert.Contains(t, got, n)
 	}
@@ -362,13 +363,4 @@ func TestPromQLParses(t *testing.T) {
 	require.NoError(t, os.WriteFile(path, []byte(rules.String()), 0o600))
 	out, err := exec.Command(promtool, "check", "rules", path).CombinedOutput()
 	assert.NoError(t, err, "promtool check rules:\n%s", out)
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -11,8 +11,6 @@ package rules // import "github.com/otelcol-gpu/otelcol-gpu/rules"
 import (
 	"bytes"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -56,6 +54,17 @@ func Files() []File {
 	}
 }
 
+// All returns every rule of every file, in file and group order.
+func All() []Rule {
+	var out []Rule
+	for _, f := range Files() {
+		for _, g := range f.Groups {
+			out = append(out, g.Rules...)
+		}
+	}
+	return out
+}
+
 func alertGroups() []Group {
 	return []Group{thermal(), power(), utilization(), memory(), memoryErrors(), xid(), health(), agent()}
 }
@@ -75,20 +84,6 @@ func Render() (map[string][]byte, error) {
 		out[f.Name] = data
 	}
 	return out, nil
-}
-
-// Write renders every rule file into dir.
-func Write(dir string) error {
-	files, err := Render()
-	if err != nil {
-		return err
-	}
-	for name, data := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // YAML renders the file: a generated-code notice and the header as comments, then the

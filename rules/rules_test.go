@@ -28,18 +28,14 @@ func TestEveryAlertHasARunbookSection(t *testing.T) {
 		have[s[1]] = true
 	}
 	seen := map[string]bool{}
-	for _, f := range Files() {
-		for _, g := range f.Groups {
-			for _, r := range g.Rules {
-				name := r.Alert + r.Record
-				assert.False(t, seen[name], "%s defined twice", name)
-				seen[name] = true
-				_, err := promql.Parse(r.Expr)
-				assert.NoError(t, err, name)
-				if r.Alert != "" {
-					assert.True(t, have[r.Alert], "runbook.md has no section ## %s", r.Alert)
-				}
-			}
+	for _, r := range All() {
+		name := r.Alert + r.Record
+		assert.False(t, seen[name], "%s defined twice", name)
+		seen[name] = true
+		_, err := promql.Parse(r.Expr)
+		assert.NoError(t, err, name)
+		if r.Alert != "" {
+			assert.True(t, have[r.Alert], "runbook.md has no section ## %s", r.Alert)
 		}
 	}
 }

@@ -1,17 +1,15 @@
 package contract
 
 import (
-	"os"
-	"path/filepath"
 	"sort"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.yaml.in/yaml/v3"
 
 	"github.com/otelcol-gpu/otelcol-gpu/dashboards"
 	"github.com/otelcol-gpu/otelcol-gpu/internal/promql"
+	"github.com/otelcol-gpu/otelcol-gpu/rules"
 )
 
 const root = "../.."
@@ -35,45 +33,22 @@ func TestDashboardsUseOnlyContractMetrics(t *testing.T) {
 	}
 }
 
-type ruleFile struct {
-	Groups []struct {
-		Name  string `yaml:"name"`
-		Rules []struct {
-			Record string `yaml:"record"`
-			Alert  string `yaml:"alert"`
-			Expr   string `yaml:"expr"`
-		} `yaml:"rules"`
-	} `yaml:"groups"`
-}
-
 // TestRulesUseOnlyContractMetrics: every series an alerting or recording rule reads is in
 // the metric contract, recorded by another rule, or external.
 func TestRulesUseOnlyContractMetrics(t *testing.T) {
 	contract, err := PrometheusNames(root)
 	require.NoError(t, err)
-	files, err := filepath.Glob(filepath.Join(root, "rules", "*.yaml"))
-	require.NoError(t, err)
-	require.NotEmpty(t, files, "rules/*.yaml")
-
 	recorded := map[string]bool{}
 	var exprs []string
 	var alerts int
-	for _, f := range files {
-		raw, err := os.ReadFile(f)
-		require.NoError(t, err)
-		var rf ruleFile
-		require.NoError(t, yaml.Unmarshal(raw, &rf), f)
-		for _, g := range rf.Groups {
-			for _, r := range g.Rules {
-				if r.Record != "" {
-					recorded[r.Record] = true
-				}
-				if r.Alert != "" {
-					alerts++
-				}
-				exprs = append(exprs, r.Expr)
-			}
+	for _, r := range rules.All() {
+		if r.Record != "" {
+			recorded[r.Record] = true
 		}
+		if r.Alert != "" {
+			alerts++
+		}
+		exprs = append(exprs, r.Expr)
 	}
 	assert.Positive(t, alerts)
 	var unknown []string
