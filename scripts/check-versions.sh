@@ -36,4 +36,31 @@ while read -r mod ver; do
 done < <(modules)
 
 [[ $bad == 0 ]] && echo "collector modules: all on v$core / v$stable (contrib v$contrib)"
+
+# The testbed's kube-apiserver and etcd are built from tools modules: their go.mod must name
+# the versions of versions.mk (the stamps of `make deps` are keyed by those), and every
+# Kubernetes staging repository must be replaced by the release of the same minor and patch.
+kube=$(sed -n 's/^KUBERNETES_VERSION *:= *//p' versions.mk)
+etcd=$(sed -n 's/^ETCD_VERSION *:= *//p' versions.mk)
+require_of() { # go.mod module -> version
+  go mod edit -json "$1" | python3 -c 'import json,sys; m=sys.argv[1]; [print(r["Version"]) for r in json.load(sys.stdin).get("Require") or [] if r["Path"]==m]' "$2"
+}
+got=$(require_of tools/kube/go.mod k8s.io/kubernetes)
+if [[ "$got" != "v$kube" ]]; then
+  echo "version drift: tools/kube/go.mod requires k8s.io/kubernetes $got (want v$kube, see versions.mk)" >&2
+  bad=1
+fi
+staging="v0.${kube#1.}"
+while read -r old new ver; do
+  if [[ "$old" != "$new" || "$ver" != "$staging" ]]; then
+    echo "version drift: tools/kube/go.mod replaces $old with $new $ver (want $old $staging)" >&2
+    bad=1
+  fi
+done < <(go mod edit -json tools/kube/go.mod | python3 -c 'import json,sys; [print(r["Old"]["Path"], r["New"]["Path"], r["New"].get("Version","")) for r in json.load(sys.stdin).get("Replace") or []]')
+got=$(require_of tools/etcd/go.mod go.etcd.io/etcd/server/v3)
+if [[ "$got" != "v$etcd" ]]; then
+  echo "version drift: tools/etcd/go.mod requires go.etcd.io/etcd/server/v3 $got (want v$etcd, see versions.mk)" >&2
+  bad=1
+fi
+[[ $bad == 0 ]] && echo "testbed tools: kube-apiserver v$kube (staging $staging), etcd v$etcd"
 exit $bad

@@ -139,6 +139,19 @@ func procKiB(path, key string) (int64, error) {
 	return 0, fmt.Errorf("%s: no %s", path, key)
 }
 
+// Pause stops the program with SIGSTOP: it keeps its sockets open and answers nothing (a
+// hung server). Resume undoes it.
+func (p *Process) Pause() { _ = p.cmd.Process.Signal(syscall.SIGSTOP) }
+
+// Resume continues a paused program (SIGCONT).
+func (p *Process) Resume() { _ = p.cmd.Process.Signal(syscall.SIGCONT) }
+
+// Signal sends sig to the program (e.g. SIGTERM without waiting, as a supervisor does).
+func (p *Process) Signal(sig os.Signal) { _ = p.cmd.Process.Signal(sig) }
+
+// Done is closed when the program has ended.
+func (p *Process) Done() <-chan struct{} { return p.done }
+
 // Kill ends the program with SIGKILL (a crash: nothing is flushed).
 func (p *Process) Kill() {
 	_ = p.cmd.Process.Kill()
@@ -193,6 +206,17 @@ func tail(s string, n int) string {
 func RepoRoot() string {
 	_, file, _, _ := runtime.Caller(0)
 	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", "..", ".."))
+}
+
+// BuiltTool is a program `make deps` builds into the repository's bin/ (Prometheus 3,
+// promtool, Alertmanager, kube-apiserver, etcd, victoria-metrics). Missing, it fails the test.
+func BuiltTool(t testing.TB, name string) string {
+	t.Helper()
+	bin := filepath.Join(RepoRoot(), "bin", name)
+	if _, err := os.Stat(bin); err != nil {
+		t.Fatalf("%s not found (%v): run `make deps` at the repository root, which builds it at the version of versions.mk", bin, err)
+	}
+	return bin
 }
 
 // CollectorBinary is the otelcol-gpu binary to test: $OTELCOL_GPU_BINARY, or the one
