@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/otelcol-gpu/otelcol-gpu/processor/gpuenrichprocessor/internal/kube"
 	"github.com/otelcol-gpu/otelcol-gpu/processor/gpuenrichprocessor/internal/metadata"
 )
 
@@ -18,6 +19,8 @@ type Config struct {
 	Kubelet KubeletConfig `mapstructure:"kubelet"`
 	// Processes attributes GPU processes to pods through their cgroups.
 	Processes ProcessesConfig `mapstructure:"processes"`
+	// KubeAPI reads this node's pods and DRA ResourceSlices from the Kubernetes API.
+	KubeAPI KubeAPIConfig `mapstructure:"kube_api"`
 	// Idle configures idle-while-allocated.
 	Idle IdleConfig `mapstructure:"idle"`
 	// Leak configures the memory-growth trend and leak suspicion.
@@ -51,6 +54,25 @@ type ProcessesConfig struct {
 	// whose UIDs the cgroups give. Empty: processes get k8s.pod.uid and container.id only
 	// (k8s_attributes can add the names).
 	PodLogsDir string `mapstructure:"pod_logs_dir"`
+}
+
+// KubeAPIConfig: what the kubelet's pod-resources answer cannot say — whether a listed pod
+// finished (older kubelets keep listing them), which container a container ID is, a static
+// pod's mirror, and the DRA drivers' ResourceSlices (device → GPU UUID) — comes from the
+// Kubernetes API, watching only this node's pods and slices.
+type KubeAPIConfig struct {
+	Enabled bool `mapstructure:"enabled"`
+	// AuthType is serviceAccount (in a pod) or kubeConfig.
+	AuthType string `mapstructure:"auth_type"`
+	// KubeConfig is the kubeconfig file for auth_type kubeConfig ("" = $KUBECONFIG or
+	// ~/.kube/config).
+	KubeConfig string `mapstructure:"kubeconfig"`
+	// NodeName is this node's name (the DaemonSet sets K8S_NODE_NAME from spec.nodeName).
+	NodeName string `mapstructure:"node_name"`
+}
+
+func (c KubeAPIConfig) kube() kube.Config {
+	return kube.Config{AuthType: c.AuthType, KubeConfig: c.KubeConfig, NodeName: c.NodeName}
 }
 
 // IdleConfig: a GPU allocated to a pod whose utilization stays under Threshold for Window
@@ -109,6 +131,11 @@ func (cfg *Config) Validate() error {
 	}
 	if cfg.Processes.Enabled && !filepath.IsAbs(cfg.Processes.ProcRoot) {
 		errs = append(errs, fmt.Errorf("processes.proc_root: must be an absolute path, got %q", cfg.Processes.ProcRoot))
+	}
+	if cfg.KubeAPI.Enabled {
+		if err := cfg.KubeAPI.kube().Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("kube_api.%w", err))
+		}
 	}
 	if d := cfg.Processes.PodLogsDir; d != "" && !filepath.IsAbs(d) {
 		errs = append(errs, fmt.Errorf("processes.pod_logs_dir: must be an absolute path, got %q", d))

@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/collector/processor"
 	"go.opentelemetry.io/collector/processor/processorhelper"
 
+	"github.com/otelcol-gpu/otelcol-gpu/processor/gpuenrichprocessor/internal/kube"
 	"github.com/otelcol-gpu/otelcol-gpu/processor/gpuenrichprocessor/internal/metadata"
 	"github.com/otelcol-gpu/otelcol-gpu/processor/gpuenrichprocessor/internal/podresources"
 )
@@ -32,6 +33,7 @@ func createDefaultConfig() component.Config {
 			DRADrivers:      podresources.DefaultDRADrivers(),
 		},
 		Processes:  ProcessesConfig{Enabled: true, ProcRoot: "/proc"},
+		KubeAPI:    KubeAPIConfig{AuthType: kube.AuthServiceAccount},
 		Idle:       IdleConfig{Threshold: 0.05, Window: 10 * time.Minute},
 		Leak:       LeakConfig{Window: 15 * time.Minute, MinGrowth: 0.05, UtilizationTolerance: 0.25},
 		Bottleneck: BottleneckConfig{Saturation: 0.6},

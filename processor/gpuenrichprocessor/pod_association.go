@@ -40,10 +40,11 @@ func (p podRef) key() string {
 // owner is who a GPU, a process or a per-user series belongs to. The zero owner is
 // unknown, or the host itself.
 type owner struct {
-	pod                 podRef // a Kubernetes pod
-	containerID         string // a container outside Kubernetes (docker run, podman)
-	slurmJob, slurmStep string // a Slurm job
-	method              string
+	pod                  podRef // a Kubernetes pod
+	containerID          string // a container outside Kubernetes (docker run, podman)
+	slurmJob, slurmSLUID string // a Slurm job, by ID or (Slurm 26.05+) SLUID
+	slurmStep            string
+	method               string
 }
 
 // resolveAllocation maps the kubelet's answer onto this batch's GPUs.
@@ -161,8 +162,8 @@ func (p *gpuEnrichProcessor) attributeProcess(proc *processView, g *gpuView) own
 		return owner{pod: pod, method: methodCgroup}
 	case loc.ContainerID != "":
 		return owner{containerID: loc.ContainerID, method: methodCgroup}
-	case loc.SlurmJob != "":
-		return owner{slurmJob: loc.SlurmJob, slurmStep: loc.SlurmStep, method: methodCgroup}
+	case loc.SlurmJob != "" || loc.SlurmSLUID != "":
+		return owner{slurmJob: loc.SlurmJob, slurmSLUID: loc.SlurmSLUID, slurmStep: loc.SlurmStep, method: methodCgroup}
 	default:
 		return owner{} // the host's own: a service, a user's session
 	}
@@ -181,7 +182,7 @@ func inferOwner(holders []podRef) owner {
 // ownerKeys are the resource attributes an owner is written under; a per-user resource
 // starts from its GPU's attributes without them.
 var ownerKeys = []string{"k8s.namespace.name", "k8s.pod.name", "k8s.pod.uid", "k8s.container.name", "container.id",
-	"k8s.resourceclaim.name", "slurm.job.id", "slurm.job.step", "nvidia.gpu.attribution.method"}
+	"k8s.resourceclaim.name", "slurm.job.id", "slurm.job.sluid", "slurm.job.step", "nvidia.gpu.attribution.method"}
 
 // putOwner writes an owner's attributes through the generated resource builder, so each
 // can be switched off in the configuration.
@@ -200,6 +201,7 @@ func (p *gpuEnrichProcessor) putOwner(attrs pcommon.Map, o owner) {
 	set(rb.SetContainerID, o.containerID)
 	set(rb.SetK8sResourceclaimName, o.pod.Claim)
 	set(rb.SetSlurmJobID, o.slurmJob)
+	set(rb.SetSlurmJobSluid, o.slurmSLUID)
 	set(rb.SetSlurmJobStep, o.slurmStep)
 	set(rb.SetNvidiaGpuAttributionMethod, o.method)
 	rb.Emit().Attributes().Range(func(k string, v pcommon.Value) bool {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/otelcol-gpu/otelcol-gpu/processor/gpuenrichprocessor/internal/allocation"
 	"github.com/otelcol-gpu/otelcol-gpu/processor/gpuenrichprocessor/internal/cgroup"
+	"github.com/otelcol-gpu/otelcol-gpu/processor/gpuenrichprocessor/internal/kube"
 	"github.com/otelcol-gpu/otelcol-gpu/processor/gpuenrichprocessor/internal/podnames"
 	"github.com/otelcol-gpu/otelcol-gpu/processor/gpuenrichprocessor/internal/podresources"
 )
@@ -58,11 +59,47 @@ func newSources(cfg *Config, logger *zap.Logger, now func() time.Time) sources {
 			DRADrivers:      cfg.Kubelet.DRADrivers,
 		}, logger, now)
 	}
+	var kubeNames podNameSource
+	if cfg.KubeAPI.Enabled {
+		k := kube.New(cfg.KubeAPI.kube(), logger)
+		s.kube, kubeNames = k, k
+	}
 	if cfg.Processes.Enabled {
 		s.pids = cgroup.NewResolver(cfg.Processes.ProcRoot)
+		var logDirs podNameSource
 		if cfg.Processes.PodLogsDir != "" {
-			s.names = podnames.New(cfg.Processes.PodLogsDir, cfg.Kubelet.RefreshInterval, now)
+			logDirs = podnames.New(cfg.Processes.PodLogsDir, cfg.Kubelet.RefreshInterval, now)
 		}
+		s.names = firstNamed(kubeNames, logDirs)
 	}
 	return s
+}
+
+// firstNamed asks each source in turn (the API knows container IDs; the log directory
+// knows pods the API watch has not delivered yet). nil sources are skipped; nil if none.
+func firstNamed(srcs ...podNameSource) podNameSource {
+	var chain namesChain
+	for _, s := range srcs {
+		if s != nil {
+			chain = append(chain, s)
+		}
+	}
+	switch len(chain) {
+	case 0:
+		return nil
+	case 1:
+		return chain[0]
+	}
+	return chain
+}
+
+type namesChain []podNameSource
+
+func (c namesChain) Lookup(uid string) (podnames.Pod, bool) {
+	for _, s := range c {
+		if p, ok := s.Lookup(uid); ok {
+			return p, true
+		}
+	}
+	return podnames.Pod{}, false
 }

@@ -44,8 +44,8 @@ func gpuUsers(g *gpuView) (users []*user, others *user) {
 		switch o := proc.owner; {
 		case o.pod.known():
 			key = tracking.UserKey(g.uuid, tracking.Pod, o.pod.key())
-		case o.slurmJob != "":
-			key = tracking.UserKey(g.uuid, tracking.SlurmJob, o.slurmJob)
+		case o.slurmJob != "" || o.slurmSLUID != "":
+			key = tracking.UserKey(g.uuid, tracking.SlurmJob, o.slurmJob+o.slurmSLUID)
 		default:
 			add(others, proc)
 			continue

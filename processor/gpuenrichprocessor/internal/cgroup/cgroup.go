@@ -22,9 +22,12 @@ type Location struct {
 	ContainerID string // 64 hex chars, lower-case, without runtime prefix
 	Runtime     string // "containerd" | "cri-o" | "docker" | "podman" | "" when the path does not say
 	QoS         string // "guaranteed" | "burstable" | "besteffort" | "" when unknown
-	// SlurmJob and SlurmStep name the Slurm job and step ("0", "batch",
-	// "extern", "interactive") of a process slurmstepd placed.
-	SlurmJob, SlurmStep string
+	// SlurmJob and SlurmStep name the Slurm job and step ("0", "0+1" for a
+	// heterogeneous job's component, "batch", "extern", "interactive") of a
+	// process slurmstepd placed. Slurm 26.05+ names cgroup v2 job directories by
+	// the job's SLUID instead of its ID (unless CgroupJobIdPaths=yes): then
+	// SlurmSLUID is set and SlurmJob is empty.
+	SlurmJob, SlurmSLUID, SlurmStep string
 }
 
 // InPod reports whether the process runs in a Kubernetes pod.
@@ -57,15 +60,24 @@ var (
 	containerSegment = regexp.MustCompile(`^(?:(cri-containerd|crio|docker|libpod)-)?([0-9a-fA-F]{64})(?:\.scope)?$`)
 
 	// conmonSegment is CRI-O's container monitor. It lives next to the
-	// container, often in the pod's cgroup, but is not the workload.
+	// container, in the pod's cgroup with conmon_cgroup = "pod", but is not the
+	// container: its process belongs to the pod and to no container.
 	conmonSegment = regexp.MustCompile(`^crio-conmon-[0-9a-fA-F]{64}(?:\.scope)?$`)
 
-	// Slurm's cgroup plugins: v1 "/slurm[_<node>]/uid_<uid>/job_<id>/step_<step>/task_<n>",
-	// v2 "/system.slice/slurmstepd.scope/job_<id>/step_<step>/user/task_<n>".
-	slurmRootSegment = regexp.MustCompile(`^slurm(?:_[^/]*)?$|^slurmstepd\.scope$`)
+	// Slurm's cgroup plugins: v1 "<CgroupPrepend, default /slurm>/uid_<uid>/job_<id>/step_<step>/task_<n>",
+	// v2 ".../[<node>_]slurmstepd.scope/job_<id>/step_<step>/user/task_<n>"; from
+	// 26.05 the v2 job directory is the job's SLUID: "s" and 13 Crockford base32
+	// characters.
+	slurmRootSegment = regexp.MustCompile(`^(?:[^/]+_)?slurmstepd\.scope$|^uid_[0-9]+$`)
 	slurmJobSegment  = regexp.MustCompile(`^job_([0-9]+)$`)
-	slurmStepSegment = regexp.MustCompile(`^step_([0-9]+|batch|extern|interactive)$`)
+	slurmSLUID       = regexp.MustCompile(`^s[0-9A-HJKMNP-TV-Z]{13}$`)
+	slurmStepSegment = regexp.MustCompile(`^step_([0-9]+(?:\+[0-9]+)?|batch|extern|interactive)$`)
 )
+
+// runcSystemdPath is how containerd's runc shows a container when the kubelet uses the
+// systemd cgroup driver but runc does not (SystemdCgroup=false, a misconfigured node):
+// the cgroupsPath "<slice>:cri-containerd:<id>" becomes one literal directory.
+const runcSystemdPath = ":cri-containerd:"
 
 // deletedSuffix is what the kernel appends to a cgroup path whose directory
 // was removed while the process still references it.
@@ -95,7 +107,7 @@ func Parse(content string) (Location, error) {
 			continue
 		}
 		lines++
-		path = strings.TrimSuffix(path, deletedSuffix)
+		path = strings.ReplaceAll(strings.TrimSuffix(path, deletedSuffix), runcSystemdPath, "/cri-containerd-")
 		if l, ok := parseContainer(path); ok {
 			if l.PodUID != "" && l.ContainerID != "" {
 				return l, nil
@@ -119,29 +131,31 @@ func Parse(content string) (Location, error) {
 	}
 }
 
-// parseSlurm finds a Slurm job (and step) below a Slurm cgroup root.
+// parseSlurm finds a Slurm job (and step) right below a Slurm cgroup root: the step
+// must directly follow the job, as slurmstepd lays them out.
 func parseSlurm(path string) Location {
-	var l Location
-	underSlurm := false
-	for _, s := range strings.Split(path, "/") {
-		switch {
-		case slurmRootSegment.MatchString(s):
-			underSlurm = true
-		case !underSlurm:
-		case l.SlurmJob == "":
-			if m := slurmJobSegment.FindStringSubmatch(s); m != nil {
-				l.SlurmJob = m[1]
-			}
-		case l.SlurmStep == "":
-			if m := slurmStepSegment.FindStringSubmatch(s); m != nil {
+	segs := strings.Split(path, "/")
+	for i, s := range segs {
+		if !slurmRootSegment.MatchString(s) || i+1 >= len(segs) {
+			continue
+		}
+		var l Location
+		job := segs[i+1]
+		if m := slurmJobSegment.FindStringSubmatch(job); m != nil {
+			l.SlurmJob = m[1]
+		} else if slurmSLUID.MatchString(job) && strings.HasSuffix(s, "slurmstepd.scope") {
+			l.SlurmSLUID = job
+		} else {
+			continue
+		}
+		if i+2 < len(segs) {
+			if m := slurmStepSegment.FindStringSubmatch(segs[i+2]); m != nil {
 				l.SlurmStep = m[1]
 			}
 		}
+		return l
 	}
-	if l.SlurmJob == "" {
-		return Location{}
-	}
-	return l
+	return Location{}
 }
 
 // parseContainer extracts pod and container from one cgroup path. Segments are
@@ -176,7 +190,7 @@ func parseContainer(path string) (Location, bool) {
 	for i := start; i < len(segs); i++ {
 		s := segs[i]
 		if conmonSegment.MatchString(s) {
-			return Location{}, false
+			break // CRI-O's monitor, in the pod's cgroup: the pod's, no container's
 		}
 		m := containerSegment.FindStringSubmatch(s)
 		if m == nil {

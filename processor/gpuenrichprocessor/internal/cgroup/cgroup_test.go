@@ -176,12 +176,12 @@ func parseCases() []parseCase {
 		{
 			name:    "crio conmon systemd",
 			content: "0::/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod" + esc(uid2) + ".slice/crio-conmon-" + id2 + ".scope\n",
-			want:    Location{},
+			want:    Location{PodUID: uid2, QoS: "besteffort"},
 		},
 		{
 			name:    "crio conmon cgroupfs",
 			content: v1("/kubepods/besteffort/pod" + uid2 + "/crio-conmon-" + id2),
-			want:    Location{},
+			want:    Location{PodUID: uid2, QoS: "besteffort"},
 		},
 		{
 			name:    "user.slice v2",
@@ -277,6 +277,26 @@ func parseCases() []parseCase {
 			want:    Location{SlurmJob: "9", SlurmStep: "extern"},
 		},
 		{
+			name:    "slurm 26.05 SLUID job directory",
+			content: "0::/system.slice/slurmstepd.scope/sEKNKTV3WPV500/step_0/user/task_1\n",
+			want:    Location{SlurmSLUID: "sEKNKTV3WPV500", SlurmStep: "0"},
+		},
+		{
+			name:    "slurm heterogeneous job component step, multiple-slurmd v2",
+			content: "0::/system.slice/node07_slurmstepd.scope/job_81/step_0+1/user/task_0\n",
+			want:    Location{SlurmJob: "81", SlurmStep: "0+1"},
+		},
+		{
+			name:    "slurm v1 under a custom CgroupPrepend",
+			content: "4:cpuset:/hpc/uid_2001/job_55/step_batch/task_0\n1:name=systemd:/system.slice/slurmd.service\n",
+			want:    Location{SlurmJob: "55", SlurmStep: "batch"},
+		},
+		{
+			name:    "runc without the systemd driver under a systemd kubelet",
+			content: "0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" + esc(uid1) + ".slice:cri-containerd:" + id1 + "\n",
+			want:    Location{PodUID: uid1, ContainerID: id1, Runtime: "containerd", QoS: "burstable"},
+		},
+		{
 			name:    "job_ segment outside Slurm is not a job",
 			content: "0::/system.slice/cron.service/job_12\n",
 			want:    Location{},
@@ -340,10 +360,10 @@ func FuzzParse(f *testing.F) {
 			}
 			return
 		}
-		if c.SlurmJob != "" && (c.PodUID != "" || c.ContainerID != "") {
+		if (c.SlurmJob != "" || c.SlurmSLUID != "") && (c.PodUID != "" || c.ContainerID != "") {
 			t.Fatalf("a Slurm job inside a container: %+v", c)
 		}
-		if c.SlurmStep != "" && c.SlurmJob == "" {
+		if c.SlurmStep != "" && c.SlurmJob == "" && c.SlurmSLUID == "" {
 			t.Fatalf("a Slurm step without its job: %+v", c)
 		}
 		if c.SlurmJob != "" && !digitsRe.MatchString(c.SlurmJob) {

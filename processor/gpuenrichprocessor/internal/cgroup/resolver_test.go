@@ -31,7 +31,7 @@ func TestResolverFixtures(t *testing.T) {
 		{pid: 1005, want: Location{PodUID: "7fe71cab-8ee8-423d-8623-a76763e2064e", ContainerID: "e1996d2d95b6c980f77ea51e0015bc80179f562272636eab15728e7ef52aa2e0", Runtime: "cri-o", QoS: "besteffort"}},
 		{pid: 1006, want: Location{ContainerID: "65e936e5f11ae9cb070847dbc58ace55c95b4b53574542f4bb8631386b34ded9", Runtime: "docker"}},
 		{pid: 1007, want: Location{ContainerID: "160c0c732032a40ecaf33d25f151eb5a40ee6fb98d44e3b4ea38a44be661ed50", Runtime: "podman"}},
-		{pid: 1008, want: Location{}}, // CRI-O's conmon: not the workload
+		{pid: 1008, want: Location{PodUID: "d338d846-6abc-495c-ba38-569817ad4646", QoS: "besteffort"}}, // CRI-O's conmon: the pod's, no container's
 		{pid: 1009, want: Location{}}, // a user's session
 		{pid: 1010, want: Location{}}, // a host service
 		{pid: 1011, want: Location{PodUID: "1795bfc3-4a26-4b1a-93e7-18e74de49dc7", QoS: "guaranteed"}},

@@ -660,6 +660,7 @@ type ResourceAttributesConfig struct {
 	K8sResourceclaimName       ResourceAttributeConfig `mapstructure:"k8s.resourceclaim.name"`
 	NvidiaGpuAttributionMethod ResourceAttributeConfig `mapstructure:"nvidia.gpu.attribution.method"`
 	SlurmJobID                 ResourceAttributeConfig `mapstructure:"slurm.job.id"`
+	SlurmJobSluid              ResourceAttributeConfig `mapstructure:"slurm.job.sluid"`
 	SlurmJobStep               ResourceAttributeConfig `mapstructure:"slurm.job.step"`
 }
 
@@ -687,6 +688,9 @@ func DefaultResourceAttributesConfig() ResourceAttributesConfig {
 			Enabled: true,
 		},
 		SlurmJobID: ResourceAttributeConfig{
+			Enabled: true,
+		},
+		SlurmJobSluid: ResourceAttributeConfig{
 			Enabled: true,
 		},
 		SlurmJobStep: ResourceAttributeConfig{

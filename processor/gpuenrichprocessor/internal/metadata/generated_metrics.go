@@ -1468,6 +1468,12 @@ func NewMetricsBuilder(mbc MetricsBuilderConfig, settings processor.Settings, op
 	if mbc.ResourceAttributes.SlurmJobID.MetricsExclude != nil {
 		mb.resourceAttributeExcludeFilter["slurm.job.id"] = filter.CreateFilter(mbc.ResourceAttributes.SlurmJobID.MetricsExclude)
 	}
+	if mbc.ResourceAttributes.SlurmJobSluid.MetricsInclude != nil {
+		mb.resourceAttributeIncludeFilter["slurm.job.sluid"] = filter.CreateFilter(mbc.ResourceAttributes.SlurmJobSluid.MetricsInclude)
+	}
+	if mbc.ResourceAttributes.SlurmJobSluid.MetricsExclude != nil {
+		mb.resourceAttributeExcludeFilter["slurm.job.sluid"] = filter.CreateFilter(mbc.ResourceAttributes.SlurmJobSluid.MetricsExclude)
+	}
 	if mbc.ResourceAttributes.SlurmJobStep.MetricsInclude != nil {
 		mb.resourceAttributeIncludeFilter["slurm.job.step"] = filter.CreateFilter(mbc.ResourceAttributes.SlurmJobStep.MetricsInclude)
 	}

@@ -162,6 +162,7 @@ func TestMetricsBuilder(t *testing.T) {
 			rb.SetK8sResourceclaimName("k8s.resourceclaim.name-val")
 			rb.SetNvidiaGpuAttributionMethod("nvidia.gpu.attribution.method-val")
 			rb.SetSlurmJobID("slurm.job.id-val")
+			rb.SetSlurmJobSluid("slurm.job.sluid-val")
 			rb.SetSlurmJobStep("slurm.job.step-val")
 			res := rb.Emit()
 			metrics := mb.Emit(WithResource(res))

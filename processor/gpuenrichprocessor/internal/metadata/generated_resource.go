@@ -77,6 +77,13 @@ func (rb *ResourceBuilder) SetSlurmJobID(val string) {
 	}
 }
 
+// SetSlurmJobSluid sets provided value as "slurm.job.sluid" attribute.
+func (rb *ResourceBuilder) SetSlurmJobSluid(val string) {
+	if rb.config.SlurmJobSluid.Enabled {
+		rb.res.Attributes().PutStr("slurm.job.sluid", val)
+	}
+}
+
 // SetSlurmJobStep sets provided value as "slurm.job.step" attribute.
 func (rb *ResourceBuilder) SetSlurmJobStep(val string) {
 	if rb.config.SlurmJobStep.Enabled {

@@ -21,6 +21,7 @@ func TestResourceBuilder(t *testing.T) {
 			rb.SetK8sResourceclaimName("k8s.resourceclaim.name-val")
 			rb.SetNvidiaGpuAttributionMethod("nvidia.gpu.attribution.method-val")
 			rb.SetSlurmJobID("slurm.job.id-val")
+			rb.SetSlurmJobSluid("slurm.job.sluid-val")
 			rb.SetSlurmJobStep("slurm.job.step-val")
 
 			res := rb.Emit()
@@ -28,9 +29,9 @@ func TestResourceBuilder(t *testing.T) {
 
 			switch tt {
 			case "default":
-				assert.Equal(t, 9, res.Attributes().Len())
+				assert.Equal(t, 10, res.Attributes().Len())
 			case "all_set":
-				assert.Equal(t, 9, res.Attributes().Len())
+				assert.Equal(t, 10, res.Attributes().Len())
 			case "none_set":
 				assert.Equal(t, 0, res.Attributes().Len())
 				return
@@ -76,6 +77,11 @@ func TestResourceBuilder(t *testing.T) {
 			assert.True(t, ok)
 			if ok {
 				assert.Equal(t, "slurm.job.id-val", slurmJobIDAttrVal.Str())
+			}
+			slurmJobSluidAttrVal, ok := res.Attributes().Get("slurm.job.sluid")
+			assert.True(t, ok)
+			if ok {
+				assert.Equal(t, "slurm.job.sluid-val", slurmJobSluidAttrVal.Str())
 			}
 			slurmJobStepAttrVal, ok := res.Attributes().Get("slurm.job.step")
 			assert.True(t, ok)

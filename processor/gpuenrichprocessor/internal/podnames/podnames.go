@@ -24,9 +24,13 @@ type Pod struct {
 }
 
 // ContainerName names the container with that ID: by its ID when known, else the pod's
-// only container. "" when it cannot be told: a name is never guessed among several.
+// only container. "" when it cannot be told — a name is never guessed among several — and
+// for a process in the pod but in no container (CRI-O's conmon, pod-level cgroups).
 func (p Pod) ContainerName(id string) string {
-	if name, ok := p.ContainerIDs[id]; ok && id != "" {
+	if id == "" {
+		return ""
+	}
+	if name, ok := p.ContainerIDs[id]; ok {
 		return name
 	}
 	if len(p.Containers) == 1 {

@@ -50,4 +50,5 @@ func TestContainerNameIsNeverGuessedAmongSeveral(t *testing.T) {
 	known := Pod{Containers: []string{"trainer", "sidecar"}, ContainerIDs: map[string]string{"abc": "sidecar"}}
 	assert.Equal(t, "sidecar", known.ContainerName("abc"))
 	assert.Empty(t, known.ContainerName(""), "no container ID (a pod-level process)")
+	assert.Empty(t, one.ContainerName(""), "in the pod but in no container, even with one container")
 }

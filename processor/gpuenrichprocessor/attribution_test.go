@@ -1,0 +1,181 @@
+package gpuenrichprocessor
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+
+	"github.com/otelcol-gpu/otelcol-gpu/processor/gpuenrichprocessor/internal/cgroup"
+	"github.com/otelcol-gpu/otelcol-gpu/processor/gpuenrichprocessor/internal/podnames"
+	"github.com/otelcol-gpu/otelcol-gpu/processor/gpuenrichprocessor/internal/podresources"
+)
+
+const (
+	uidTrainer = "5fb5b359-2df7-421a-8b41-2a10445bd33c"
+	idTrainer  = "e869c6fdbb0da801b07940cc75e5d5910e79b680458a96aac553bbae03a3abde"
+)
+
+// exclusiveWithHostProcess: on the shared-gpu scenario's GPU 0, pod ml/trainer holds the
+// GPU alone; process 41001 runs in it, 41002 is the host's (a display server), 41003 a
+// user's plain docker container.
+func exclusiveWithHostProcess(uuids []string, clock *fakeClock) sources {
+	snap := &podresources.Snapshot{Taken: clock.Now(), Pods: []podresources.Pod{{Namespace: "ml", Name: "trainer", Containers: []podresources.Container{
+		{Name: "pytorch", Devices: []podresources.Device{{ResourceName: "nvidia.com/gpu", ID: uuids[0]}}},
+		{Name: "sidecar"},
+	}}}}
+	return sources{
+		pods: &fakePods{snap: snap},
+		pids: fakePIDs{
+			41001: {PodUID: uidTrainer, ContainerID: idTrainer},
+			41002: {},
+			41003: {ContainerID: "673033715c3cd6f574b9ce8f7dbb34a780134c04f3dbb6e8c9dd4e1390e63495", Runtime: "docker"},
+		},
+		names: fakeNames{uidTrainer: {Namespace: "ml", Name: "trainer", Containers: []string{"pytorch", "sidecar"}, ContainerIDs: map[string]string{idTrainer: "pytorch"}}},
+	}
+}
+
+func procByPID(t *testing.T, md pmetric.Metrics, pid string) pmetric.ResourceMetrics {
+	t.Helper()
+	rs := resources(md, map[string]string{"process.pid": pid})
+	require.Len(t, rs, 1, "process %s", pid)
+	return rs[0]
+}
+
+// The GPU's only holder never gets a process whose cgroup says it is elsewhere, and the
+// pod's memory, utilization and energy are its own processes' only.
+func TestAProcessKeepsWhatItsCgroupSays(t *testing.T) {
+	h := newHarness(t, "dgxh100", "shared-gpu", testConfig(), exclusiveWithHostProcess)
+	first := h.step(10 * time.Second)
+	e0 := point(t, gpuResource(t, first, "0"), "hw.energy")
+	md := h.run(6, 10*time.Second)
+
+	gpu := gpuResource(t, md, "0")
+	assert.Equal(t, "trainer", attrOf(gpu, "k8s.pod.name"), "the GPU itself is its holder's")
+	assert.Equal(t, methodAllocation, attrOf(gpu, "nvidia.gpu.attribution.method"))
+
+	trainer := procByPID(t, md, "41001")
+	assert.Equal(t, "trainer", attrOf(trainer, "k8s.pod.name"))
+	assert.Equal(t, "pytorch", attrOf(trainer, "k8s.container.name"))
+	assert.Equal(t, methodCgroup, attrOf(trainer, "nvidia.gpu.attribution.method"))
+
+	host := procByPID(t, md, "41002")
+	for _, k := range ownerKeys {
+		assert.Empty(t, attrOf(host, k), "a host process on the held GPU: no %s", k)
+	}
+	docker := procByPID(t, md, "41003")
+	assert.Empty(t, attrOf(docker, "k8s.pod.name"), "a plain docker container is no pod")
+	assert.Equal(t, "673033715c3cd6f574b9ce8f7dbb34a780134c04f3dbb6e8c9dd4e1390e63495", attrOf(docker, "container.id"))
+
+	pods := resources(md, map[string]string{"nvidia.gpu.index": "0", "k8s.pod.name": "trainer", "!process.pid": ""})
+	var pod pmetric.ResourceMetrics
+	for _, rm := range pods {
+		if hasScopeMetric(rm, "nvidia.gpu.pod.memory.usage") {
+			pod = rm
+		}
+	}
+	require.True(t, hasScopeMetric(pod, "nvidia.gpu.pod.memory.usage"))
+	assert.Equal(t, "pytorch", attrOf(pod, "k8s.container.name"))
+	assert.Equal(t, point(t, trainer, "nvidia.gpu.process.memory.usage"), point(t, pod, "nvidia.gpu.pod.memory.usage"), "only its own process's memory")
+	procSM := point(t, trainer, "nvidia.gpu.process.utilization", "nvidia.gpu.engine", "sm")
+	assert.InDelta(t, procSM, point(t, pod, "nvidia.gpu.pod.utilization"), 1e-9, "only its own process's SMs")
+	others := point(t, host, "nvidia.gpu.process.utilization", "nvidia.gpu.engine", "sm") + point(t, docker, "nvidia.gpu.process.utilization", "nvidia.gpu.engine", "sm")
+	e1 := point(t, gpu, "hw.energy")
+	assert.InDelta(t, (e1-e0)*procSM/(procSM+others), point(t, pod, "nvidia.gpu.pod.energy"), (e1-e0)*0.05,
+		"its share of the GPU's energy, not the host's or the container's share")
+	assert.Less(t, point(t, pod, "nvidia.gpu.pod.energy"), (e1-e0)*0.9)
+}
+
+// A sidecar that did not request the GPU keeps its own container: the holder container's
+// name is never copied onto it, even when its ID cannot be named.
+func TestASidecarKeepsItsOwnContainer(t *testing.T) {
+	const sidecarID = "6b3dac1bbe2e62bea89cacd28082983d93b788f51b1d70d46ea0d0623c966d95"
+	build := func(known bool) func([]string, *fakeClock) sources {
+		return func(uuids []string, clock *fakeClock) sources {
+			s := exclusiveWithHostProcess(uuids, clock)
+			s.pids.(fakePIDs)[41002] = cgroup.Location{PodUID: uidTrainer, ContainerID: sidecarID}
+			if known {
+				s.names.(fakeNames)[uidTrainer].ContainerIDs[sidecarID] = "sidecar"
+			}
+			return s
+		}
+	}
+	md := newHarness(t, "dgxh100", "shared-gpu", testConfig(), build(true)).run(1, 10*time.Second)
+	sidecar := procByPID(t, md, "41002")
+	assert.Equal(t, "trainer", attrOf(sidecar, "k8s.pod.name"))
+	assert.Equal(t, "sidecar", attrOf(sidecar, "k8s.container.name"))
+	assert.Equal(t, sidecarID, attrOf(sidecar, "container.id"))
+
+	md = newHarness(t, "dgxh100", "shared-gpu", testConfig(), build(false)).run(1, 10*time.Second)
+	sidecar = procByPID(t, md, "41002")
+	assert.Empty(t, attrOf(sidecar, "k8s.container.name"), "unknown, never the GPU container's name")
+	assert.Equal(t, sidecarID, attrOf(sidecar, "container.id"), "k8s_attributes names it from its ID")
+	pod := resources(md, map[string]string{"nvidia.gpu.index": "0", "k8s.pod.name": "trainer", "!process.pid": ""})
+	for _, rm := range pod {
+		if hasScopeMetric(rm, "nvidia.gpu.pod.memory.usage") {
+			assert.Empty(t, attrOf(rm, "k8s.container.name"), "two of the pod's containers use the GPU")
+		}
+	}
+}
+
+// Inferring the holder is allowed only when the cgroup cannot be read, and says so.
+func TestInferredOnlyWhenTheCgroupCannotBeRead(t *testing.T) {
+	unreadable := func(uuids []string, clock *fakeClock) sources {
+		s := exclusiveWithHostProcess(uuids, clock)
+		s.pids = cgroup.NewResolver(filepath.Join(t.TempDir(), "not-the-host-proc"))
+		return s
+	}
+	md := newHarness(t, "dgxh100", "shared-gpu", testConfig(), unreadable).run(1, 10*time.Second)
+	for _, pid := range []string{"41001", "41002", "41003"} {
+		proc := procByPID(t, md, pid)
+		assert.Equal(t, "trainer", attrOf(proc, "k8s.pod.name"))
+		assert.Equal(t, methodInferred, attrOf(proc, "nvidia.gpu.attribution.method"), "pid %s", pid)
+		assert.Empty(t, attrOf(proc, "k8s.container.name"), "the pod may have other containers")
+		assert.Empty(t, attrOf(proc, "k8s.pod.uid"), "nothing observed")
+	}
+	// On a GPU held by two pods there is no single holder to infer.
+	shared := newHarness(t, "dgxh100", "shared-gpu", testConfig(), func(uuids []string, clock *fakeClock) sources {
+		s := sharedSources(uuids, clock)
+		s.pids = cgroup.NewResolver(filepath.Join(t.TempDir(), "missing"))
+		return s
+	}).run(1, 10*time.Second)
+	assert.Empty(t, attrOf(procByPID(t, shared, "41001"), "k8s.pod.name"))
+}
+
+// A PID reused between two scrapes by another process does not inherit the old
+// process's pod: the resolver tells processes apart by their start time.
+func TestAReusedPIDDoesNotInheritThePod(t *testing.T) {
+	root := t.TempDir()
+	write := func(pid, cgroupLine string, start int) {
+		dir := filepath.Join(root, pid)
+		require.NoError(t, os.MkdirAll(dir, 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "cgroup"), []byte(cgroupLine+"\n"), 0o644))
+		stat := pid + " (python3) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 " + itoa(start) + " 1 1 0 0 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0\n"
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "stat"), []byte(stat), 0o644))
+	}
+	podCgroup := "0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod5fb5b359_2df7_421a_8b41_2a10445bd33c.slice/cri-containerd-" + idTrainer + ".scope"
+	for _, pid := range []string{"41001", "41002", "41003"} {
+		write(pid, podCgroup, 1000)
+	}
+	h := newHarness(t, "dgxh100", "shared-gpu", testConfig(), func(uuids []string, clock *fakeClock) sources {
+		s := exclusiveWithHostProcess(uuids, clock)
+		s.pids = cgroup.NewResolver(root)
+		s.names = fakeNames{uidTrainer: podnames.Pod{Namespace: "ml", Name: "trainer", Containers: []string{"pytorch", "sidecar"}}}
+		return s
+	})
+	md := h.run(1, 10*time.Second)
+	require.Equal(t, "trainer", attrOf(procByPID(t, md, "41002"), "k8s.pod.name"))
+
+	// Between two scrapes 41002 exits and a user's process gets the PID.
+	write("41002", "0::/user.slice/user-1000.slice/session-3.scope", 99000)
+	md = h.run(1, 10*time.Second)
+	assert.Empty(t, attrOf(procByPID(t, md, "41002"), "k8s.pod.name"))
+	assert.Equal(t, "trainer", attrOf(procByPID(t, md, "41001"), "k8s.pod.name"))
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
