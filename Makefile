@@ -41,7 +41,7 @@ test: deps lint check-versions check-generated rules unit fuzz e2e deploy-test
 unit:
 	go test -race -count=1 $(GO_PKGS)
 
-## deploy-test: render the kustomize base and the Helm chart, check them strictly against Kubernetes types and validate every embedded config with the built binary (a module of its own: deploy/test)
+## deploy-test: render the kustomize base and the Helm chart, check them strictly against Kubernetes types, validate every embedded config with the built binary, apply every form to a real kube-apiserver and check the service accounts' least privilege there (a module of its own: deploy/test)
 deploy-test: build
 	bash deploy/sync-configs.sh --check
 	cd deploy/test && CGO_ENABLED=0 go test -count=1 ./...

@@ -275,10 +275,15 @@ func checkGatewayPod(t *testing.T, spec corev1.PodSpec) {
 }
 
 // wantAgentRules is the whole ClusterRole of the agent: k8s_attributes with agent.yaml's
-// extract list watches pods only (deploy/kubernetes/base/rbac.yaml explains).
+// extract list watches pods only (deploy/kubernetes/base/rbac.yaml explains), gpu_enrich's
+// DRA attribution watches ResourceSlices.
 var wantAgentRules = []rbacv1.PolicyRule{{
 	APIGroups: []string{""},
 	Resources: []string{"pods"},
+	Verbs:     []string{"get", "list", "watch"},
+}, {
+	APIGroups: []string{"resource.k8s.io"},
+	Resources: []string{"resourceslices"},
 	Verbs:     []string{"get", "list", "watch"},
 }}
 

@@ -1,10 +1,13 @@
 // Package deploytest checks everything under deploy/: it renders the kustomize trees and
 // the Helm chart, decodes every object strictly into its Kubernetes type, asserts the
-// security and scheduling properties the agent depends on, and runs the collector's own
-// `validate` on every config those manifests would start it with.
+// security and scheduling properties the agent depends on, runs the collector's own
+// `validate` on every config those manifests would start it with, applies every rendered
+// form to a real kube-apiserver (server-side, strict validation) and asks that API server
+// what the agent's and the gateway's service accounts may do (apiserver_test.go).
 //
 // Run: cd deploy/test && CGO_ENABLED=0 go test ./...
-// The collector must be built first (make build at the repository root).
+// The collector must be built first (make build at the repository root), and etcd and
+// kube-apiserver (make deps).
 package deploytest
 
 import (
