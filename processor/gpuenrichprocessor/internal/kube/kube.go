@@ -8,7 +8,6 @@ package kube // import "github.com/otelcol-gpu/otelcol-gpu/processor/gpuenrichpr
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -43,18 +42,14 @@ type Config struct {
 	ResyncPeriod time.Duration
 }
 
-// Validate reports what is missing or wrong.
+// Validate reports a wrong setting. A missing node name is not one: the same config runs
+// off-cluster, where Start says why it watches nothing.
 func (c Config) Validate() error {
-	var errs []error
 	switch c.AuthType {
 	case AuthServiceAccount, AuthKubeConfig:
-	default:
-		errs = append(errs, fmt.Errorf("auth_type: %q is not one of %s, %s", c.AuthType, AuthServiceAccount, AuthKubeConfig))
+		return nil
 	}
-	if c.NodeName == "" {
-		errs = append(errs, errors.New("node_name: must be set (the DaemonSet passes spec.nodeName as K8S_NODE_NAME)"))
-	}
-	return errors.Join(errs...)
+	return fmt.Errorf("auth_type: %q is not one of %s, %s", c.AuthType, AuthServiceAccount, AuthKubeConfig)
 }
 
 // RestConfig builds the client configuration for the authentication type.
@@ -113,12 +108,20 @@ const (
 	byNameInNode = "namespace/name"
 )
 
-// Start begins watching. It fails only when no client can be built (bad credentials
-// file, not in a cluster); an API server that is down is retried by the informers.
+// Start begins watching. It never fails the collector: without a node name, or when no
+// client can be built (not in a cluster, an unreadable kubeconfig), it logs why and
+// answers "unknown" — GPUs are still attributed through the kubelet and cgroups; an API
+// server that is down or refuses is retried by the informers.
 func (c *Client) Start(context.Context) error {
+	if c.cfg.NodeName == "" {
+		c.logger.Warn("kube_api: no node name (set node_name, e.g. from K8S_NODE_NAME = spec.nodeName): not watching the Kubernetes API; finished pods, container names by ID and DRA ResourceSlices stay unknown")
+		return nil
+	}
 	client, err := c.newClient()
 	if err != nil {
-		return fmt.Errorf("kubernetes API: %w", err)
+		c.logger.Warn("kube_api: cannot build a Kubernetes API client: not watching the API; finished pods, container names by ID and DRA ResourceSlices stay unknown",
+			zap.String("auth_type", c.cfg.AuthType), zap.Error(err))
+		return nil
 	}
 	onNode := func(o *metav1.ListOptions) {
 		o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", c.cfg.NodeName).String()

@@ -6,7 +6,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
+	"go.uber.org/zap/zaptest/observer"
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -136,9 +138,28 @@ func TestNoResourceSlicesAPI(t *testing.T) {
 
 func TestConfigValidate(t *testing.T) {
 	require.NoError(t, Config{AuthType: AuthServiceAccount, NodeName: node}.Validate())
-	err := Config{AuthType: "token"}.Validate()
-	assert.ErrorContains(t, err, `auth_type: "token"`)
-	assert.ErrorContains(t, err, "node_name")
+	assert.ErrorContains(t, Config{AuthType: "token"}.Validate(), `auth_type: "token"`)
+}
+
+// Off-cluster (no node name, no in-cluster credentials) the source says why and answers
+// "unknown"; the collector still starts.
+func TestNoClusterIsNotAnError(t *testing.T) {
+	for name, cfg := range map[string]Config{
+		"no node name":       {AuthType: AuthServiceAccount},
+		"not in a cluster":   {AuthType: AuthServiceAccount, NodeName: node},
+		"no such kubeconfig": {AuthType: AuthKubeConfig, KubeConfig: "/nonexistent/kubeconfig", NodeName: node},
+	} {
+		t.Run(name, func(t *testing.T) {
+			core, logs := observer.New(zap.WarnLevel)
+			c := New(cfg, zap.New(core))
+			require.NoError(t, c.Start(t.Context()))
+			require.NoError(t, c.Shutdown())
+			require.Equal(t, 1, logs.Len())
+			assert.Contains(t, logs.All()[0].Message, "kube_api")
+			assert.False(t, c.Finished("ml", "a"))
+			assert.Nil(t, c.Devices())
+		})
+	}
 }
 
 func TestShutdownWithoutStart(t *testing.T) {
