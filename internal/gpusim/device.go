@@ -31,6 +31,8 @@ type Device struct {
 	total uint64 // framebuffer bytes
 	lost  atomic.Bool
 	migs  []*MigDevice
+	// migLayouts counts the MIG layouts set up on the GPU.
+	migLayouts int
 
 	mu sync.Mutex
 	// energy is integrated second by second: energyMJ holds the energy of the whole
@@ -169,16 +171,12 @@ func (d *Device) GetUtilizationRates() (nvml.Utilization, nvml.Return) {
 	return nvml.Utilization{Gpu: uint32(math.Round(r.utilization)), Memory: uint32(math.Round(r.memoryCopyUtil))}, nvml.SUCCESS
 }
 
-// GetEncoderUtilization returns encoder utilization (percent) and its sampling period (µs).
+// GetEncoderUtilization: the DGX GPUs (A100, H100, H200, B200) have no NVENC.
 func (d *Device) GetEncoderUtilization() (uint32, uint32, nvml.Return) {
-	_, r, ret := d.read("DeviceGetEncoderUtilization")
-	if ret != nvml.SUCCESS {
+	if ret := d.ret("DeviceGetEncoderUtilization"); ret != nvml.SUCCESS {
 		return 0, 0, ret
 	}
-	if d.migEnabled() {
-		return 0, 0, nvml.ERROR_NOT_SUPPORTED
-	}
-	return uint32(math.Round(r.encoderUtil)), 1_000_000, nvml.SUCCESS
+	return 0, 0, nvml.ERROR_NOT_SUPPORTED
 }
 
 // GetDecoderUtilization returns decoder utilization (percent) and its sampling period (µs).
@@ -209,11 +207,9 @@ func (d *Device) GetSamples(kind nvml.SamplingType, lastSeen uint64) (nvml.Value
 		pick = func(r reading) float64 { return r.utilization }
 	case nvml.MEMORY_UTILIZATION_SAMPLES:
 		pick = func(r reading) float64 { return r.memoryCopyUtil }
-	case nvml.ENC_UTILIZATION_SAMPLES:
-		pick = func(r reading) float64 { return r.encoderUtil }
 	case nvml.DEC_UTILIZATION_SAMPLES:
 		pick = func(r reading) float64 { return r.decoderUtil }
-	default:
+	default: // ENC_UTILIZATION_SAMPLES too: no NVENC on these GPUs
 		return 0, nil, nvml.ERROR_NOT_SUPPORTED
 	}
 	startMicros := uint64(d.sim.start.UnixMicro())

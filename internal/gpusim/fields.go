@@ -29,6 +29,17 @@ func (d *Device) fieldValue(v *nvml.FieldValue, t float64, r reading) {
 		setUint(v, nvml.VALUE_TYPE_UNSIGNED_INT, uint64(math.Round(r.memTempC)))
 	case nvml.FI_DEV_TOTAL_ENERGY_CONSUMPTION:
 		ull(d.energyMillijoules(t))
+	case nvml.FI_DEV_POWER_AVERAGE:
+		// A one-second average exists from Ampere on, GA100 (the A100) excepted.
+		if d.sim.system == "dgxa100" {
+			v.NvmlReturn = uint32(nvml.ERROR_NOT_SUPPORTED)
+			return
+		}
+		setUint(v, nvml.VALUE_TYPE_UNSIGNED_INT, uint64(math.Round(r.powerW*1000)))
+	case nvml.FI_DEV_POWER_INSTANT:
+		setUint(v, nvml.VALUE_TYPE_UNSIGNED_INT, uint64(math.Round(r.powerW*1000)))
+	case nvml.FI_DEV_POWER_CURRENT_LIMIT:
+		setUint(v, nvml.VALUE_TYPE_UNSIGNED_INT, uint64(d.sim.machine.sys.powerLimitW*1000))
 	case nvml.FI_DEV_PCIE_REPLAY_COUNTER:
 		ull(d.pcieReplays(t))
 	case nvml.FI_DEV_ECC_SBE_VOL_TOTAL:

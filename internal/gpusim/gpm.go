@@ -1,6 +1,8 @@
 package gpusim
 
 import (
+	"math"
+
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 )
 
@@ -132,7 +134,8 @@ var gpmActivities = []nvml.GpmMetricId{
 }
 
 // GpmMetricsGet computes the requested metrics over the interval between two samples of
-// the same target, from the scenario's reading at the later one. Utilizations are
+// the same target: the mean of the scenario's readings at each whole second of the
+// interval (the reading at its end when it is shorter than a second). Utilizations are
 // percentages, bandwidths MiB/s, as NVML reports them; a metric the target lacks (NVENC
 // on these GPUs, NVDEC engines beyond the GPU's, bandwidth of a MIG instance) comes back
 // with its own ERROR_NOT_SUPPORTED.
@@ -147,10 +150,10 @@ func (s *Simulator) GpmMetricsGet(req *nvml.GpmMetricsGetType) nvml.Return {
 	if d.lost.Load() {
 		return nvml.ERROR_GPU_IS_LOST
 	}
-	r := s.scenario(s.machine, d.index, b.t)
-	if r.lost {
+	if s.scenario(s.machine, d.index, b.t).lost {
 		return nvml.ERROR_GPU_IS_LOST
 	}
+	r := s.meanReading(d.index, a.t, b.t)
 	// Each MIG instance is busy in proportion to its slot, so instances differ.
 	scale := 1.0
 	if b.gpuInstance >= 0 {
@@ -187,4 +190,29 @@ func gpmActivityIndex(id nvml.GpmMetricId) int {
 		}
 	}
 	return -1
+}
+
+// meanReading averages what GPM measures (activity, decoder and GPU utilization) over the
+// whole seconds in (from, to].
+func (s *Simulator) meanReading(gpu int, from, to float64) reading {
+	var sum reading
+	n := 0
+	for k := math.Floor(from) + 1; k <= to; k++ {
+		r := s.scenario(s.machine, gpu, k)
+		for i := range sum.gpm {
+			sum.gpm[i] += r.gpm[i]
+		}
+		sum.decoderUtil += r.decoderUtil
+		sum.utilization += r.utilization
+		n++
+	}
+	if n == 0 {
+		return s.scenario(s.machine, gpu, to)
+	}
+	for i := range sum.gpm {
+		sum.gpm[i] /= float64(n)
+	}
+	sum.decoderUtil /= float64(n)
+	sum.utilization /= float64(n)
+	return sum
 }

@@ -3,6 +3,7 @@ package gpusim
 import (
 	"crypto/sha256"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
@@ -24,54 +25,85 @@ const maxMigDevices = 7
 type MigDevice struct {
 	*mock.Device
 	parent  *Device
+	gi      nvml.GpuInstance
 	slot    int
 	giID    uint32
 	uuid    string
 	total   uint64
 	pid     uint32
 	profile nvml.GpuInstanceProfileInfo
+	// destroyed instances answer NOT_FOUND, as NVML does for a stale MIG handle.
+	destroyed atomic.Bool
 }
 
 var _ nvml.Device = (*MigDevice)(nil)
 
-// setUpMIG enables MIG on the GPUs of migLayouts and creates their instances through the
-// mock server, so that GPU-instance look-ups on the parent answer consistently.
-func (s *Simulator) setUpMIG(opts Options) error {
+// setUpMIG enables MIG on the GPUs of migLayouts and creates their instances.
+func (s *Simulator) setUpMIG() error {
 	for index, profiles := range migLayouts {
-		if index >= len(s.devices) {
-			continue
-		}
-		d := s.devices[index]
-		d.Device.MigMode = nvml.DEVICE_MIG_ENABLE
-		for slot, profileID := range profiles {
-			info, ret := d.Device.GetGpuInstanceProfileInfo(profileID)
-			if ret != nvml.SUCCESS {
-				return fmt.Errorf("MIG profile %d on %s: %d", profileID, s.system, ret)
+		if index < len(s.devices) {
+			if err := s.SetMIGLayout(index, profiles); err != nil {
+				return err
 			}
-			gi, ret := d.Device.CreateGpuInstance(&info)
-			if ret != nvml.SUCCESS {
-				return fmt.Errorf("create MIG instance on %s: %d", s.system, ret)
-			}
-			giInfo, _ := gi.GetInfo()
-			m := &MigDevice{
-				Device:  &mock.Device{},
-				parent:  d,
-				slot:    slot,
-				giID:    giInfo.Id,
-				uuid:    migUUID(opts, index, slot),
-				total:   info.MemorySizeMB * mib,
-				pid:     uint32(30000 + index*10 + slot),
-				profile: info,
-			}
-			FillNotSupported(m.Device)
-			d.migs = append(d.migs, m)
 		}
 	}
 	return nil
 }
 
-func migUUID(opts Options, index, slot int) string {
-	b := sha256.Sum256(fmt.Appendf(nil, "mig/%s/%d/%d/%d", opts.System, opts.Seed, index, slot))
+// SetMIGLayout changes the MIG layout of GPU `index` as mig-parted or a DRA driver would:
+// the GPU's instances are destroyed and one is created per profile (a
+// nvml.GPU_INSTANCE_PROFILE_*), through the mock server so that GPU-instance look-ups on
+// the parent answer consistently. No profiles turn MIG off. Not safe during a scrape.
+func (s *Simulator) SetMIGLayout(index int, profiles []int) error {
+	if index < 0 || index >= len(s.devices) {
+		return fmt.Errorf("no GPU %d", index)
+	}
+	d := s.devices[index]
+	for _, m := range d.migs {
+		m.destroyed.Store(true)
+		m.gi.Destroy()
+	}
+	d.migs = nil
+	d.migLayouts++
+	d.Device.MigMode = nvml.DEVICE_MIG_DISABLE
+	if len(profiles) > 0 {
+		d.Device.MigMode = nvml.DEVICE_MIG_ENABLE
+	}
+	for slot, profileID := range profiles {
+		info, ret := d.Device.GetGpuInstanceProfileInfo(profileID)
+		if ret != nvml.SUCCESS {
+			return fmt.Errorf("MIG profile %d on %s: %d", profileID, s.system, ret)
+		}
+		gi, ret := d.Device.CreateGpuInstance(&info)
+		if ret != nvml.SUCCESS {
+			return fmt.Errorf("create MIG instance on %s: %d", s.system, ret)
+		}
+		giInfo, _ := gi.GetInfo()
+		m := &MigDevice{
+			Device:  &mock.Device{},
+			parent:  d,
+			gi:      gi,
+			slot:    slot,
+			giID:    giInfo.Id,
+			uuid:    migUUID(s.system, s.seed, index, slot, d.migLayouts),
+			total:   info.MemorySizeMB * mib,
+			pid:     uint32(30000 + index*10 + slot),
+			profile: info,
+		}
+		FillNotSupported(m.Device)
+		d.migs = append(d.migs, m)
+	}
+	return nil
+}
+
+// migUUID is deterministic; the first layout of a GPU keeps the UUIDs it always had, a
+// later one gets new ones.
+func migUUID(system string, seed int64, index, slot, layout int) string {
+	key := fmt.Sprintf("mig/%s/%d/%d/%d", system, seed, index, slot)
+	if layout > 1 {
+		key += fmt.Sprintf("/%d", layout)
+	}
+	b := sha256.Sum256([]byte(key))
 	return fmt.Sprintf("MIG-%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }
 
@@ -144,7 +176,13 @@ func (m *MigDevice) used() uint64 {
 }
 
 func (m *MigDevice) read(call string) nvml.Return {
-	return m.parent.ret(call)
+	if ret := m.parent.ret(call); ret != nvml.SUCCESS {
+		return ret
+	}
+	if m.destroyed.Load() {
+		return nvml.ERROR_NOT_FOUND
+	}
+	return nvml.SUCCESS
 }
 
 // GetUUID returns the MIG UUID.

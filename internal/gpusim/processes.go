@@ -70,7 +70,6 @@ func (d *Device) GetProcessUtilization(lastSeen uint64) ([]nvml.ProcessUtilizati
 				TimeStamp: ts,
 				SmUtil:    roundU32(r.utilization * p.smShare),
 				MemUtil:   roundU32(r.memoryCopyUtil * p.smShare),
-				EncUtil:   roundU32(r.encoderUtil * p.smShare),
 				DecUtil:   roundU32(r.decoderUtil * p.smShare),
 			})
 		}

@@ -14,7 +14,6 @@ import (
 type reading struct {
 	utilization    float64
 	memoryCopyUtil float64
-	encoderUtil    float64
 	decoderUtil    float64
 	fbUsedFraction float64
 	gpuTempC       float64

@@ -31,6 +31,7 @@ type Simulator struct {
 	*server.Server
 
 	system   string
+	seed     int64
 	machine  *machine
 	scenario scenario
 	now      func() time.Time
@@ -65,6 +66,7 @@ func New(opts Options) (*Simulator, error) {
 	s := &Simulator{
 		Server:         srv,
 		system:         opts.System,
+		seed:           opts.Seed,
 		machine:        &machine{sys: sys, seed: opts.Seed},
 		scenario:       sc,
 		now:            opts.Now,
@@ -79,7 +81,7 @@ func New(opts Options) (*Simulator, error) {
 		s.devices = append(s.devices, newDevice(s, md, i, opts))
 	}
 	if opts.Scenario == "mig" {
-		if err := s.setUpMIG(opts); err != nil {
+		if err := s.setUpMIG(); err != nil {
 			return nil, err
 		}
 	}

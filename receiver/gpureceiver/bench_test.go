@@ -4,32 +4,58 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
 )
 
-// BenchmarkScrape8GPUs measures one full scrape of a DGX (eight GPUs, all metrics on),
-// and reports the NVML calls it makes per GPU, counted by the simulator.
+// BenchmarkScrape8GPUs measures one full scrape of a DGX H100 (eight GPUs) with the
+// default configuration, and reports the NVML calls it makes per GPU (counted by the
+// simulator) and the series per GPU it sends (the GPU's own, without its processes and MIG
+// instances).
 func BenchmarkScrape8GPUs(b *testing.B) {
 	for _, scenario := range []string{"steady-training", "shared-gpu", "mig"} {
-		b.Run(scenario, func(b *testing.B) {
-			clock := newFakeClock()
-			sim := newSimB(b, "dgxh100", scenario, clock)
-			s := newGPUScraperB(b, sim, clock)
-			defer func() { _ = s.shutdown(context.Background()) }()
-			clock.Advance(30 * time.Second)
-			_, _ = s.scrape(context.Background()) // prime interval state and caches
-
-			before := sim.TotalCalls() - sim.Calls()["EventSetWait"]
-			b.ReportAllocs()
-			b.ResetTimer()
-			for range b.N {
-				clock.Advance(10 * time.Second)
-				if _, err := s.scrape(context.Background()); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.StopTimer()
-			calls := sim.TotalCalls() - sim.Calls()["EventSetWait"] - before
-			b.ReportMetric(float64(calls)/float64(b.N)/8, "nvml-calls/gpu/scrape")
-		})
+		b.Run(scenario, func(b *testing.B) { benchScrape(b, testConfig(), scenario) })
 	}
+}
+
+// BenchmarkScrape8GPUsFull is the same with the full overlay (every metric and attribute).
+func BenchmarkScrape8GPUsFull(b *testing.B) {
+	for _, scenario := range []string{"steady-training", "mig"} {
+		b.Run(scenario, func(b *testing.B) { benchScrape(b, fullTestConfig(b), scenario) })
+	}
+}
+
+func benchScrape(b *testing.B, cfg *Config, scenario string) {
+	clock := newFakeClock()
+	sim := newSimB(b, "dgxh100", scenario, clock)
+	s := newGPUScraperB(b, cfg, sim, clock)
+	defer func() { _ = s.shutdown(context.Background()) }()
+	for range 2 { // prime interval state and caches
+		clock.Advance(10 * time.Second)
+		_, _ = s.scrape(context.Background())
+	}
+
+	before := sim.TotalCalls() - sim.Calls()["EventSetWait"]
+	series, gpus := 0, 0
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		clock.Advance(10 * time.Second)
+		md, err := s.scrape(context.Background())
+		require.NoError(b, err)
+		b.StopTimer()
+		series, gpus = 0, 0
+		for i := 0; i < md.ResourceMetrics().Len(); i++ {
+			rm := md.ResourceMetrics().At(i)
+			if resourceKind(rm.Resource().Attributes()) == "gpu" {
+				series += total(seriesCount(rm))
+				gpus++
+			}
+		}
+		b.StartTimer()
+	}
+	b.StopTimer()
+	calls := sim.TotalCalls() - sim.Calls()["EventSetWait"] - before
+	b.ReportMetric(float64(calls)/float64(b.N)/8, "nvml-calls/gpu/scrape")
+	b.ReportMetric(float64(series)/float64(max(1, gpus)), "series/gpu")
 }

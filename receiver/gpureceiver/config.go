@@ -40,7 +40,22 @@ type Config struct {
 	// HostName is the host.name resource attribute. Defaults to the OS host name; in a
 	// Kubernetes DaemonSet set it to the node name (the pod's host name is the pod's name).
 	HostName string `mapstructure:"host_name"`
+	// Profiling selects what nvidia.gpu.profiling.activity reports.
+	Profiling ProfilingConfig `mapstructure:"profiling"`
 }
+
+// ProfilingConfig selects the GPM activities reported, each one series per GPU (and per
+// MIG instance).
+type ProfilingConfig struct {
+	// Activities are values of nvidia.gpu.profiling.metric: graphics_active, sm_active,
+	// sm_occupancy, tensor_active, dram_active, fp64_active, fp32_active, fp16_active.
+	Activities []string `mapstructure:"activities"`
+}
+
+// defaultActivities answer "is the GPU computing, on tensor cores, or waiting on memory"
+// (dcgm-exporter's default profiling set minus graphics_active, which hw.gpu.utilization
+// carries); the full overlay adds the rest.
+var defaultActivities = []string{"sm_active", "tensor_active", "dram_active"}
 
 // NVMLConfig configures how the NVML library is loaded.
 type NVMLConfig struct {
@@ -86,6 +101,7 @@ func (cfg *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("backend: must be %q or %q, got %q", BackendNVML, BackendSimulated, cfg.Backend))
 	}
 	errs = append(errs, validateDeviceFilter(cfg.IncludeDevices)...)
+	errs = append(errs, cfg.Profiling.validate()...)
 	return errors.Join(errs...)
 }
 
@@ -115,6 +131,32 @@ func (c SimulatedConfig) validate() []error {
 		errs = append(errs, fmt.Errorf("simulated.scenario: must be one of %s, got %q", strings.Join(gpusim.Scenarios(), ", "), c.Scenario))
 	}
 	return errs
+}
+
+func (c ProfilingConfig) validate() []error {
+	var errs []error
+	seen := map[string]bool{}
+	for i, a := range c.Activities {
+		field := fmt.Sprintf("profiling.activities[%d]", i)
+		if _, ok := metadata.MapAttributeNvidiaGpuProfilingMetric[a]; !ok {
+			errs = append(errs, fmt.Errorf("%s: must be one of %s, got %q", field, strings.Join(profilingMetricNames(), ", "), a))
+			continue
+		}
+		if seen[a] {
+			errs = append(errs, fmt.Errorf("%s: %q is listed twice", field, a))
+		}
+		seen[a] = true
+	}
+	return errs
+}
+
+func profilingMetricNames() []string {
+	names := make([]string, 0, len(metadata.MapAttributeNvidiaGpuProfilingMetric))
+	for name := range metadata.MapAttributeNvidiaGpuProfilingMetric {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names
 }
 
 func validateDeviceFilter(entries []string) []error {

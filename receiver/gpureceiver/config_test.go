@@ -36,6 +36,7 @@ func TestConfigDefaults(t *testing.T) {
 	assert.Equal(t, 5*time.Second, cfg.NVML.InitRetry.InitialInterval)
 	assert.Equal(t, 5*time.Minute, cfg.NVML.InitRetry.MaxInterval)
 	assert.True(t, cfg.Metrics.HwGpuUtilization.Enabled)
+	assert.Equal(t, []string{"sm_active", "tensor_active", "dram_active"}, cfg.Profiling.Activities)
 }
 
 func TestConfigFullySet(t *testing.T) {
@@ -46,6 +47,8 @@ func TestConfigFullySet(t *testing.T) {
 	assert.Equal(t, []string{"0", "3", "GPU-4f1c1a9e-0000-4000-8000-000000000000"}, cfg.IncludeDevices)
 	assert.Equal(t, "node-a", cfg.HostName)
 	assert.False(t, cfg.Metrics.NvidiaGpuPcieReplays.Enabled)
+	assert.Equal(t, []metadata.NvidiaGpuNvlinkIoMetricAttributeKey{"nvidia.gpu.nvlink.link", "network.io.direction"}, cfg.Metrics.NvidiaGpuNvlinkIo.EnabledAttributes)
+	assert.Equal(t, []string{"sm_active", "fp64_active"}, cfg.Profiling.Activities)
 }
 
 func TestConfigErrorsNameTheField(t *testing.T) {
@@ -65,6 +68,9 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		"misspelt_key":            "colection_interval",
 		"unknown_metric":          "hw.gpu.nope",
 		"not_a_duration":          "collection_interval",
+		"bad_activity":            "profiling.activities[1]",
+		"duplicate_activity":      "profiling.activities[2]",
+		"unknown_attribute":       "nvidia.gpu.nvlink.lane",
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := loadConfig(t, name)

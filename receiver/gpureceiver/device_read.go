@@ -25,6 +25,8 @@ type readDeps struct {
 	// xids counts XID events per GPU; nil when the driver offers no events.
 	xids *xidWatcher
 	gpm  *nvmlGPM
+	// activities are the profiling activities to report.
+	activities []gpmActivity
 	// hostName goes on every resource.
 	hostName string
 	// procNames names GPU processes.
@@ -40,9 +42,11 @@ type deviceRead struct {
 	dev    *gpuDevice
 	now    pcommon.Timestamp
 	fields fieldValues
-	errs   []error
-	failed int
-	gone   bool
+	// gpmValues is this interval's GPM reading of the whole GPU, nil without one.
+	gpmValues *gpmValues
+	errs      []error
+	failed    int
+	gone      bool
 	// rates caches nvmlDeviceGetUtilizationRates, which answers two metrics at once.
 	rates struct {
 		read, ok bool
@@ -61,6 +65,7 @@ func newDeviceRead(deps readDeps, lib nvml.Interface, d *gpuDevice, now pcommon.
 func (r *deviceRead) recordAll() {
 	if r.dev.handle != nil {
 		r.readFields()
+		r.readGPM()
 		r.recordUtilization()
 		r.recordMemory()
 		r.recordMemoryErrors()

@@ -45,8 +45,8 @@ type gpuDevice struct {
 	// gone is set while the device answers "GPU is lost"; goneSince is when it started.
 	gone      bool
 	goneSince time.Time
-	// migProfiles caches MIG profile names by GPU instance id.
-	migProfiles map[int]string
+	// mig is the GPU's MIG mode and instances, read again every migRefresh.
+	mig migState
 	// health is the state reported last, to log changes once.
 	health metadata.AttributeHwState
 }
@@ -120,7 +120,6 @@ func (s *gpuScraper) identify(lib nvml.Interface, i int, driver string) (*gpuDev
 		lastSampleTS: map[nvml.SamplingType]uint64{},
 		unsupported:  map[string]bool{},
 		warned:       map[string]nvml.Return{},
-		migProfiles:  map[int]string{},
 	}
 	if name, ret := h.GetName(); ret == nvml.SUCCESS {
 		d.model = name
@@ -133,7 +132,7 @@ func (s *gpuScraper) identify(lib nvml.Interface, i int, driver string) (*gpuDev
 	}
 	d.resource = identityBuilder(s.mb, s.hostName, d).Emit()
 	d.static = s.readStaticFacts(h)
-	d.fieldRequest = newFieldRequest(d.static.nvlinks)
+	d.fieldRequest = newFieldRequest(&s.cfg.Metrics, d.static.nvlinks)
 	return d, nil
 }
 
@@ -155,31 +154,42 @@ func identityBuilder(mb *metadata.MetricsBuilder, hostName string, d *gpuDevice)
 	return rb
 }
 
-// readStaticFacts reads what does not change while the driver runs. Every failure just
-// leaves the fact out.
+// readStaticFacts reads what does not change while the driver runs, for the metrics
+// that are on. Every failure just leaves the fact out.
 func (s *gpuScraper) readStaticFacts(h nvml.Device) staticFacts {
+	m := &s.cfg.Metrics
 	var st staticFacts
-	if v, ret := h.GetPowerManagementDefaultLimit(); ret == nvml.SUCCESS {
-		st.powerDefaultMW = v
-	}
-	if lo, hi, ret := h.GetPowerManagementLimitConstraints(); ret == nvml.SUCCESS {
-		st.powerMinMW, st.powerMaxMW = lo, hi
-	}
-	for i, l := range temperatureLimits {
-		if v, ret := h.GetTemperatureThreshold(l.threshold); ret == nvml.SUCCESS {
-			st.tempLimitsC[i] = v
+	if m.NvidiaGpuPowerLimitBoard.Enabled {
+		if v, ret := h.GetPowerManagementDefaultLimit(); ret == nvml.SUCCESS {
+			st.powerDefaultMW = v
+		}
+		if lo, hi, ret := h.GetPowerManagementLimitConstraints(); ret == nvml.SUCCESS {
+			st.powerMinMW, st.powerMaxMW = lo, hi
 		}
 	}
-	if v, ret := h.GetMaxPcieLinkGeneration(); ret == nvml.SUCCESS {
-		st.pcieMaxGen = v
+	if m.HwTemperatureLimit.Enabled {
+		for i, l := range temperatureLimits {
+			if v, ret := h.GetTemperatureThreshold(l.threshold); ret == nvml.SUCCESS {
+				st.tempLimitsC[i] = v
+			}
+		}
 	}
-	if v, ret := h.GetMaxPcieLinkWidth(); ret == nvml.SUCCESS {
-		st.pcieMaxWidth = v
+	if m.NvidiaGpuPcieLinkGenerationMax.Enabled {
+		if v, ret := h.GetMaxPcieLinkGeneration(); ret == nvml.SUCCESS {
+			st.pcieMaxGen = v
+		}
 	}
-	links := []nvml.FieldValue{{FieldId: nvml.FI_DEV_NVLINK_LINK_COUNT}}
-	if h.GetFieldValues(links) == nvml.SUCCESS && nvml.Return(links[0].NvmlReturn) == nvml.SUCCESS {
-		if n, ok := decodeFieldValue(links[0]); ok && n > 0 && n <= nvml.NVLINK_MAX_LINKS {
-			st.nvlinks = int(n)
+	if m.NvidiaGpuPcieLinkWidthMax.Enabled {
+		if v, ret := h.GetMaxPcieLinkWidth(); ret == nvml.SUCCESS {
+			st.pcieMaxWidth = v
+		}
+	}
+	if m.NvidiaGpuNvlinkIo.Enabled || m.NvidiaGpuNvlinkErrors.Enabled || m.NvidiaGpuNvlinkState.Enabled {
+		links := []nvml.FieldValue{{FieldId: nvml.FI_DEV_NVLINK_LINK_COUNT}}
+		if h.GetFieldValues(links) == nvml.SUCCESS && nvml.Return(links[0].NvmlReturn) == nvml.SUCCESS {
+			if n, ok := decodeFieldValue(links[0]); ok && n > 0 && n <= nvml.NVLINK_MAX_LINKS {
+				st.nvlinks = int(n)
+			}
 		}
 	}
 	if s.gpmUsable() {

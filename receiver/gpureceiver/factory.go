@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
@@ -70,6 +71,7 @@ func createDefaultConfig() component.Config {
 			InitRetry: InitRetryConfig{InitialInterval: 5 * time.Second, MaxInterval: 5 * time.Minute},
 		},
 		Simulated: SimulatedConfig{System: "dgxh100", Scenario: "steady-training", Seed: 1},
+		Profiling: ProfilingConfig{Activities: slices.Clone(defaultActivities)},
 	}
 }
 

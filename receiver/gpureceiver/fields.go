@@ -6,47 +6,66 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
+	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpureceiver/internal/metadata"
 	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpureceiver/internal/nvmlclient"
 )
 
 // Values NVML offers as "fields" are read in one nvmlDeviceGetFieldValues call per GPU per
-// scrape instead of one call each. Where a field is not supported, the subsystem falls back
+// scrape instead of one call each; only the fields of enabled metrics (and those hw.status
+// is derived from) are asked for. Where a field is not supported, the subsystem falls back
 // to the dedicated call (if there is one) or leaves the metric out.
 
-// deviceFieldIDs is the device-wide part of the batch (scope 0).
-var deviceFieldIDs = []uint32{
-	nvml.FI_DEV_MEMORY_TEMP,
-	nvml.FI_DEV_TOTAL_ENERGY_CONSUMPTION,
-	nvml.FI_DEV_PCIE_REPLAY_COUNTER,
-	nvml.FI_DEV_PCIE_COUNT_TX_BYTES,
-	nvml.FI_DEV_PCIE_COUNT_RX_BYTES,
-	nvml.FI_DEV_ECC_SBE_VOL_TOTAL,
-	nvml.FI_DEV_ECC_DBE_VOL_TOTAL,
-	nvml.FI_DEV_ECC_SBE_AGG_TOTAL,
-	nvml.FI_DEV_ECC_DBE_AGG_TOTAL,
-	nvml.FI_DEV_RETIRED_SBE,
-	nvml.FI_DEV_RETIRED_DBE,
-	nvml.FI_DEV_RETIRED_PENDING,
-	nvml.FI_DEV_REMAPPED_COR,
-	nvml.FI_DEV_REMAPPED_UNC,
-	nvml.FI_DEV_REMAPPED_PENDING,
-	nvml.FI_DEV_REMAPPED_FAILURE,
-	nvml.FI_DEV_PERF_POLICY_POWER,
-	nvml.FI_DEV_PERF_POLICY_THERMAL,
-	nvml.FI_DEV_PERF_POLICY_SYNC_BOOST,
-	nvml.FI_DEV_PERF_POLICY_BOARD_LIMIT,
-	nvml.FI_DEV_PERF_POLICY_LOW_UTILIZATION,
-	nvml.FI_DEV_PERF_POLICY_RELIABILITY,
+// deviceFields are the device-wide fields (scope 0), each with whether the configuration
+// needs it.
+var deviceFields = []struct {
+	id     uint32
+	needed func(m *metadata.MetricsConfig) bool
+}{
+	{nvml.FI_DEV_MEMORY_TEMP, func(m *metadata.MetricsConfig) bool { return m.HwTemperature.Enabled }},
+	{nvml.FI_DEV_TOTAL_ENERGY_CONSUMPTION, func(m *metadata.MetricsConfig) bool { return m.HwEnergy.Enabled }},
+	{nvml.FI_DEV_POWER_AVERAGE, func(m *metadata.MetricsConfig) bool { return m.HwPower.Enabled }},
+	{nvml.FI_DEV_POWER_INSTANT, func(m *metadata.MetricsConfig) bool { return m.HwPower.Enabled }},
+	{nvml.FI_DEV_POWER_CURRENT_LIMIT, func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuPowerLimit.Enabled }},
+	{nvml.FI_DEV_PCIE_REPLAY_COUNTER, func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuPcieReplays.Enabled }},
+	{nvml.FI_DEV_PCIE_COUNT_TX_BYTES, func(m *metadata.MetricsConfig) bool { return m.HwGpuIo.Enabled }},
+	{nvml.FI_DEV_PCIE_COUNT_RX_BYTES, func(m *metadata.MetricsConfig) bool { return m.HwGpuIo.Enabled }},
+	{nvml.FI_DEV_ECC_SBE_VOL_TOTAL, func(m *metadata.MetricsConfig) bool { return m.HwErrors.Enabled }},
+	{nvml.FI_DEV_ECC_DBE_VOL_TOTAL, always}, // hw.status
+	{nvml.FI_DEV_ECC_SBE_AGG_TOTAL, func(m *metadata.MetricsConfig) bool { return m.HwErrors.Enabled }},
+	{nvml.FI_DEV_ECC_DBE_AGG_TOTAL, func(m *metadata.MetricsConfig) bool { return m.HwErrors.Enabled }},
+	{nvml.FI_DEV_RETIRED_SBE, func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuMemoryRetiredPages.Enabled }},
+	{nvml.FI_DEV_RETIRED_DBE, func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuMemoryRetiredPages.Enabled }},
+	{nvml.FI_DEV_RETIRED_PENDING, always}, // hw.status
+	{nvml.FI_DEV_REMAPPED_COR, func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuMemoryRemappedRows.Enabled }},
+	{nvml.FI_DEV_REMAPPED_UNC, func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuMemoryRemappedRows.Enabled }},
+	{nvml.FI_DEV_REMAPPED_PENDING, always}, // hw.status
+	{nvml.FI_DEV_REMAPPED_FAILURE, always}, // hw.status
+	{nvml.FI_DEV_PERF_POLICY_POWER, clockEventDurationOn},
+	{nvml.FI_DEV_PERF_POLICY_THERMAL, clockEventDurationOn},
+	{nvml.FI_DEV_PERF_POLICY_SYNC_BOOST, clockEventDurationOn},
+	{nvml.FI_DEV_PERF_POLICY_BOARD_LIMIT, clockEventDurationOn},
+	{nvml.FI_DEV_PERF_POLICY_LOW_UTILIZATION, clockEventDurationOn},
+	{nvml.FI_DEV_PERF_POLICY_RELIABILITY, clockEventDurationOn},
 }
 
-// linkFieldIDs are read once per NVLink link (scope = link number).
-var linkFieldIDs = []uint32{
-	nvml.FI_DEV_NVLINK_THROUGHPUT_DATA_TX,
-	nvml.FI_DEV_NVLINK_THROUGHPUT_DATA_RX,
-	nvml.FI_DEV_NVLINK_ERROR_DL_CRC,
-	nvml.FI_DEV_NVLINK_ERROR_DL_REPLAY,
-	nvml.FI_DEV_NVLINK_ERROR_DL_RECOVERY,
-	nvml.FI_DEV_NVLINK_GET_STATE,
+func always(*metadata.MetricsConfig) bool { return true }
+
+func clockEventDurationOn(m *metadata.MetricsConfig) bool {
+	return m.NvidiaGpuClockEventDuration.Enabled
+}
+
+// linkFields are read once per NVLink link (scope = link number); summing them per GPU,
+// where the link attribute is off, is left to the metrics builder.
+var linkFields = []struct {
+	id     uint32
+	needed func(m *metadata.MetricsConfig) bool
+}{
+	{nvml.FI_DEV_NVLINK_THROUGHPUT_DATA_TX, func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuNvlinkIo.Enabled }},
+	{nvml.FI_DEV_NVLINK_THROUGHPUT_DATA_RX, func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuNvlinkIo.Enabled }},
+	{nvml.FI_DEV_NVLINK_ERROR_DL_CRC, func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuNvlinkErrors.Enabled }},
+	{nvml.FI_DEV_NVLINK_ERROR_DL_REPLAY, func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuNvlinkErrors.Enabled }},
+	{nvml.FI_DEV_NVLINK_ERROR_DL_RECOVERY, func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuNvlinkErrors.Enabled }},
+	{nvml.FI_DEV_NVLINK_GET_STATE, func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuNvlinkState.Enabled }},
 }
 
 // fieldKey identifies one value of a batch.
@@ -71,15 +90,20 @@ func (f fieldValues) link(id uint32, link int) (float64, bool) {
 
 const callGetFieldValues = "nvmlDeviceGetFieldValues"
 
-// newFieldRequest builds a GPU's batch: the device fields plus the per-link ones.
-func newFieldRequest(links int) []nvml.FieldValue {
-	req := make([]nvml.FieldValue, 0, len(deviceFieldIDs)+links*len(linkFieldIDs))
-	for _, id := range deviceFieldIDs {
-		req = append(req, nvml.FieldValue{FieldId: id})
+// newFieldRequest builds a GPU's batch: the device fields plus the per-link ones, for the
+// metrics that are on.
+func newFieldRequest(m *metadata.MetricsConfig, links int) []nvml.FieldValue {
+	var req []nvml.FieldValue
+	for _, f := range deviceFields {
+		if f.needed(m) {
+			req = append(req, nvml.FieldValue{FieldId: f.id})
+		}
 	}
 	for l := 0; l < links; l++ {
-		for _, id := range linkFieldIDs {
-			req = append(req, nvml.FieldValue{FieldId: id, ScopeId: uint32(l)})
+		for _, f := range linkFields {
+			if f.needed(m) {
+				req = append(req, nvml.FieldValue{FieldId: f.id, ScopeId: uint32(l)})
+			}
 		}
 	}
 	return req

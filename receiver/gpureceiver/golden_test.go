@@ -32,16 +32,24 @@ func goldenCases() [][2]string {
 }
 
 // TestScrapeGolden scrapes simulated systems and scenarios at a fixed simulated time and
-// compares with the golden files. Run `go test -run TestScrapeGolden -update` to rewrite
+// compares with the golden files: under testdata/golden/default what the receiver sends
+// out of the box, under testdata/golden/full what it sends with the shipped full overlay
+// (every metric and attribute). Run `go test -run TestScrapeGolden -update` to rewrite
 // them after an intended change, and review the diff.
 func TestScrapeGolden(t *testing.T) {
-	for _, c := range goldenCases() {
-		system, scenario := c[0], c[1]
-		{
-			t.Run(system+"/"+scenario, func(t *testing.T) {
+	for _, set := range []struct {
+		dir string
+		cfg func(testing.TB) *Config
+	}{
+		{"default", func(testing.TB) *Config { return testConfig() }},
+		{"full", fullTestConfig},
+	} {
+		for _, c := range goldenCases() {
+			system, scenario := c[0], c[1]
+			t.Run(set.dir+"/"+system+"/"+scenario, func(t *testing.T) {
 				clock := newFakeClock()
 				sim := newSim(t, system, scenario, clock)
-				s := startedScraper(t, testConfig(), sim, clock)
+				s := startedScraper(t, set.cfg(t), sim, clock)
 
 				clock.Advance(50 * time.Second)
 				_, _ = s.scrape(context.Background())
@@ -49,7 +57,7 @@ func TestScrapeGolden(t *testing.T) {
 				waitForXIDs(t, s, sim)
 				md, _ := s.scrape(context.Background()) // gpu-lost: a partial error, checked elsewhere
 
-				path := filepath.Join("testdata", "golden", system+"-"+scenario+".yaml")
+				path := filepath.Join("testdata", "golden", set.dir, system+"-"+scenario+".yaml")
 				if *update {
 					require.NoError(t, golden.WriteMetrics(t, path, md))
 				}

@@ -7,60 +7,128 @@ import (
 )
 
 // GPM (GPU Performance Monitoring, Hopper and newer, drivers R520+) measures activity
-// between two samples of a GPU or of one of its MIG GPU instances.
+// between two samples of a GPU or of one of its MIG GPU instances. Where a GPU has it,
+// the receiver takes one sample pair per scrape and reads from it the profiling activity,
+// the GPU's utilization and its decoder/encoder utilization (averages over exactly the
+// scrape interval), instead of asking NVML's sample buffers for each.
 
-// gpmActivity indexes gpmValues.activity.
-type gpmActivity int
+// gpmSymbols are the NVML entry points GPM needs.
+var gpmSymbols = []string{"nvmlGpmQueryDeviceSupport", "nvmlGpmSampleAlloc", "nvmlGpmSampleGet", "nvmlGpmMigSampleGet", "nvmlGpmMetricsGet", "nvmlGpmSampleFree"}
 
-// The activities the receiver reports, each a ratio 0–1 over the interval.
-const (
-	gpmGraphicsActive gpmActivity = iota
-	gpmSMActive
-	gpmSMOccupancy
-	gpmTensorActive
-	gpmDRAMActive
-	gpmFP64Active
-	gpmFP32Active
-	gpmFP16Active
-	gpmNumActivities
+// gpmActivity is one value of nvidia.gpu.profiling.metric and the GPM metric behind it.
+type gpmActivity struct {
+	attr metadata.AttributeNvidiaGpuProfilingMetric
+	id   nvml.GpmMetricId
+}
+
+// gpmActivities are all of them, in the order they are reported.
+var gpmActivities = []gpmActivity{
+	{metadata.AttributeNvidiaGpuProfilingMetricGraphicsActive, nvml.GPM_METRIC_GRAPHICS_UTIL},
+	{metadata.AttributeNvidiaGpuProfilingMetricSmActive, nvml.GPM_METRIC_SM_UTIL},
+	{metadata.AttributeNvidiaGpuProfilingMetricSmOccupancy, nvml.GPM_METRIC_SM_OCCUPANCY},
+	{metadata.AttributeNvidiaGpuProfilingMetricTensorActive, nvml.GPM_METRIC_ANY_TENSOR_UTIL},
+	{metadata.AttributeNvidiaGpuProfilingMetricDramActive, nvml.GPM_METRIC_DRAM_BW_UTIL},
+	{metadata.AttributeNvidiaGpuProfilingMetricFp64Active, nvml.GPM_METRIC_FP64_UTIL},
+	{metadata.AttributeNvidiaGpuProfilingMetricFp32Active, nvml.GPM_METRIC_FP32_UTIL},
+	{metadata.AttributeNvidiaGpuProfilingMetricFp16Active, nvml.GPM_METRIC_FP16_UTIL},
+}
+
+// Per-engine video metrics: a GPU has up to eight NVDECs and four NVENCs, and answers
+// NOT_SUPPORTED for the engines it lacks.
+var (
+	gpmDecoders = idRange(nvml.GPM_METRIC_NVDEC_0_UTIL, 8)
+	gpmEncoders = idRange(nvml.GPM_METRIC_NVENC_0_UTIL, 4)
 )
 
-// gpmValues is what GPM measured over one interval.
-type gpmValues struct {
-	activity [gpmNumActivities]float64
-	// Bandwidth in bytes per second (whole GPUs only).
-	pcieTx, pcieRx, nvlinkTx, nvlinkRx float64
+var gpmBandwidth = []struct {
+	id   nvml.GpmMetricId
+	link metadata.AttributeNvidiaGpuInterconnect
+	dir  metadata.AttributeNetworkIoDirection
+}{
+	{nvml.GPM_METRIC_PCIE_TX_PER_SEC, metadata.AttributeNvidiaGpuInterconnectPcie, metadata.AttributeNetworkIoDirectionTransmit},
+	{nvml.GPM_METRIC_PCIE_RX_PER_SEC, metadata.AttributeNvidiaGpuInterconnectPcie, metadata.AttributeNetworkIoDirectionReceive},
+	{nvml.GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC, metadata.AttributeNvidiaGpuInterconnectNvlink, metadata.AttributeNetworkIoDirectionTransmit},
+	{nvml.GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC, metadata.AttributeNvidiaGpuInterconnectNvlink, metadata.AttributeNetworkIoDirectionReceive},
 }
+
+func idRange(first nvml.GpmMetricId, n int) []nvml.GpmMetricId {
+	out := make([]nvml.GpmMetricId, n)
+	for i := range out {
+		out[i] = first + nvml.GpmMetricId(i)
+	}
+	return out
+}
+
+const mebibyte = 1024 * 1024
 
 // gpmNoMIG is the gpuInstance argument for a whole GPU.
 const gpmNoMIG = -1
 
-// gpmSymbols are the NVML entry points GPM needs (drivers R520+).
-var gpmSymbols = []string{"nvmlGpmQueryDeviceSupport", "nvmlGpmSampleAlloc", "nvmlGpmSampleGet", "nvmlGpmMigSampleGet", "nvmlGpmMetricsGet", "nvmlGpmSampleFree"}
-
-// gpmMetricIDs maps what the receiver reports to NVML GPM metric ids.
-var gpmMetricIDs = [gpmNumActivities]nvml.GpmMetricId{
-	gpmGraphicsActive: nvml.GPM_METRIC_GRAPHICS_UTIL,
-	gpmSMActive:       nvml.GPM_METRIC_SM_UTIL,
-	gpmSMOccupancy:    nvml.GPM_METRIC_SM_OCCUPANCY,
-	gpmTensorActive:   nvml.GPM_METRIC_ANY_TENSOR_UTIL,
-	gpmDRAMActive:     nvml.GPM_METRIC_DRAM_BW_UTIL,
-	gpmFP64Active:     nvml.GPM_METRIC_FP64_UTIL,
-	gpmFP32Active:     nvml.GPM_METRIC_FP32_UTIL,
-	gpmFP16Active:     nvml.GPM_METRIC_FP16_UTIL,
+// gpmValues is what GPM measured over one interval; a metric the GPU did not answer is
+// absent from the maps.
+type gpmValues struct {
+	// activity by GPM metric id, as a ratio 0–1.
+	activity map[nvml.GpmMetricId]float64
+	// decoder and encoder: mean over the engines the GPU has, 0–1.
+	decoder, encoder       float64
+	hasDecoder, hasEncoder bool
+	// bandwidth by GPM metric id, in bytes per second.
+	bandwidth map[nvml.GpmMetricId]float64
 }
 
-var gpmBandwidthIDs = []nvml.GpmMetricId{
-	nvml.GPM_METRIC_PCIE_TX_PER_SEC, nvml.GPM_METRIC_PCIE_RX_PER_SEC,
-	nvml.GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC, nvml.GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC,
+// selectedActivities are the configured activities, in reporting order.
+func selectedActivities(names []string) []gpmActivity {
+	var out []gpmActivity
+	for _, a := range gpmActivities {
+		for _, n := range names {
+			if a.attr.String() == n {
+				out = append(out, a)
+			}
+		}
+	}
+	return out
 }
 
-const mebibyte = 1024 * 1024
+// gpmRequest lists the metric ids asked for a whole GPU and for a MIG instance; the
+// configuration decides them once.
+type gpmRequest struct {
+	gpu, mig []nvml.GpmMetricId
+}
+
+// newGPMRequest asks for what the enabled metrics need: the selected activities, the
+// graphics activity and video engines where hw.gpu.utilization is on, and the
+// bandwidths where nvidia.gpu.profiling.bandwidth is on (whole GPUs only).
+func newGPMRequest(m *metadata.MetricsConfig, activities []string) gpmRequest {
+	var req gpmRequest
+	selected := map[string]bool{}
+	if m.NvidiaGpuProfilingActivity.Enabled {
+		for _, a := range activities {
+			selected[a] = true
+		}
+	}
+	for _, a := range gpmActivities {
+		if selected[a.attr.String()] || m.HwGpuUtilization.Enabled && a.attr == metadata.AttributeNvidiaGpuProfilingMetricGraphicsActive {
+			req.gpu = append(req.gpu, a.id)
+		}
+	}
+	req.mig = append(req.mig, req.gpu...)
+	if m.HwGpuUtilization.Enabled {
+		req.gpu = append(req.gpu, gpmDecoders...)
+		req.gpu = append(req.gpu, gpmEncoders...)
+	}
+	if m.NvidiaGpuProfilingBandwidth.Enabled {
+		for _, b := range gpmBandwidth {
+			req.gpu = append(req.gpu, b.id)
+		}
+	}
+	return req
+}
 
 // nvmlGPM reads GPM through NVML: two samples per target, and the metrics over the
 // interval between them.
 type nvmlGPM struct {
 	lib     nvml.Interface
+	req     gpmRequest
 	samples map[gpmTarget]*gpmPair
 }
 
@@ -74,9 +142,12 @@ type gpmPair struct {
 	primed    bool
 }
 
-func newNVMLGPM(lib nvml.Interface) *nvmlGPM {
-	return &nvmlGPM{lib: lib, samples: map[gpmTarget]*gpmPair{}}
+func newNVMLGPM(lib nvml.Interface, req gpmRequest) *nvmlGPM {
+	return &nvmlGPM{lib: lib, req: req, samples: map[gpmTarget]*gpmPair{}}
 }
+
+// wanted reports whether anything is asked of GPM.
+func (g *nvmlGPM) wanted() bool { return len(g.req.gpu) > 0 }
 
 // Supported reports whether the GPU supports GPM.
 func (g *nvmlGPM) Supported(dev nvml.Device) bool {
@@ -88,6 +159,13 @@ func (g *nvmlGPM) Supported(dev nvml.Device) bool {
 // values over the interval since the previous sample of the same target; ok is false on
 // the first sample.
 func (g *nvmlGPM) Read(dev nvml.Device, gpuInstance int) (gpmValues, bool, nvml.Return) {
+	ids := g.req.gpu
+	if gpuInstance != gpmNoMIG {
+		ids = g.req.mig
+	}
+	if len(ids) == 0 {
+		return gpmValues{}, false, nvml.SUCCESS
+	}
 	key := gpmTarget{dev: dev, gpuInstance: gpuInstance}
 	p := g.samples[key]
 	if p == nil {
@@ -117,45 +195,60 @@ func (g *nvmlGPM) Read(dev nvml.Device, gpuInstance int) (gpmValues, bool, nvml.
 		p.prev, p.cur = p.cur, p.prev
 		return gpmValues{}, false, nvml.SUCCESS
 	}
-	req := &nvml.GpmMetricsGetType{Sample1: p.prev, Sample2: p.cur}
-	for _, id := range gpmMetricIDs {
-		req.Metrics[req.NumMetrics].MetricId = uint32(id)
-		req.NumMetrics++
-	}
-	if gpuInstance == gpmNoMIG {
-		for _, id := range gpmBandwidthIDs {
-			req.Metrics[req.NumMetrics].MetricId = uint32(id)
-			req.NumMetrics++
-		}
+	req := &nvml.GpmMetricsGetType{Sample1: p.prev, Sample2: p.cur, NumMetrics: uint32(len(ids))}
+	for i, id := range ids {
+		req.Metrics[i].MetricId = uint32(id)
 	}
 	p.prev, p.cur = p.cur, p.prev
 	if ret := g.lib.GpmMetricsGet(req); ret != nvml.SUCCESS {
 		return gpmValues{}, false, ret
 	}
-	var v gpmValues
+	return decodeGPM(req), true, nvml.SUCCESS
+}
+
+func decodeGPM(req *nvml.GpmMetricsGetType) gpmValues {
+	v := gpmValues{activity: map[nvml.GpmMetricId]float64{}, bandwidth: map[nvml.GpmMetricId]float64{}}
+	var dec, enc []float64
 	for i := 0; i < int(req.NumMetrics); i++ {
 		m := req.Metrics[i]
 		if nvml.Return(m.NvmlReturn) != nvml.SUCCESS {
 			continue
 		}
-		switch id := nvml.GpmMetricId(m.MetricId); id {
-		case nvml.GPM_METRIC_PCIE_TX_PER_SEC:
-			v.pcieTx = m.Value * mebibyte
-		case nvml.GPM_METRIC_PCIE_RX_PER_SEC:
-			v.pcieRx = m.Value * mebibyte
-		case nvml.GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC:
-			v.nvlinkTx = m.Value * mebibyte
-		case nvml.GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC:
-			v.nvlinkRx = m.Value * mebibyte
+		id := nvml.GpmMetricId(m.MetricId)
+		switch {
+		case id >= gpmDecoders[0] && id <= gpmDecoders[len(gpmDecoders)-1]:
+			dec = append(dec, m.Value/percent)
+		case id >= gpmEncoders[0] && id <= gpmEncoders[len(gpmEncoders)-1]:
+			enc = append(enc, m.Value/percent)
+		case isBandwidth(id):
+			v.bandwidth[id] = m.Value * mebibyte
 		default:
-			for a, want := range gpmMetricIDs {
-				if id == want {
-					v.activity[a] = m.Value / percent
-				}
-			}
+			v.activity[id] = m.Value / percent
 		}
 	}
-	return v, true, nvml.SUCCESS
+	v.decoder, v.hasDecoder = mean(dec)
+	v.encoder, v.hasEncoder = mean(enc)
+	return v
+}
+
+func isBandwidth(id nvml.GpmMetricId) bool {
+	for _, b := range gpmBandwidth {
+		if b.id == id {
+			return true
+		}
+	}
+	return false
+}
+
+func mean(xs []float64) (float64, bool) {
+	if len(xs) == 0 {
+		return 0, false
+	}
+	sum := 0.0
+	for _, x := range xs {
+		sum += x
+	}
+	return sum / float64(len(xs)), true
 }
 
 // Forget releases the samples kept for a GPU (it was lost or removed).
@@ -169,6 +262,16 @@ func (g *nvmlGPM) Forget(dev nvml.Device) {
 	}
 }
 
+// ForgetInstance releases the samples kept for one MIG GPU instance (it was destroyed).
+func (g *nvmlGPM) ForgetInstance(dev nvml.Device, gpuInstance int) {
+	key := gpmTarget{dev: dev, gpuInstance: gpuInstance}
+	if p := g.samples[key]; p != nil {
+		p.prev.Free()
+		p.cur.Free()
+		delete(g.samples, key)
+	}
+}
+
 // Close releases every sample.
 func (g *nvmlGPM) Close() {
 	for key, p := range g.samples {
@@ -178,47 +281,41 @@ func (g *nvmlGPM) Close() {
 	}
 }
 
-// recordProfiling reports GPM activity of the whole GPU (Hopper and newer).
-func (r *deviceRead) recordProfiling() {
-	m := r.metrics
-	if r.gone || !r.dev.static.gpmSupported || (!m.NvidiaGpuProfilingActivity.Enabled && !m.NvidiaGpuProfilingBandwidth.Enabled) {
+// readGPM samples the whole GPU once per scrape, for its utilization and profiling.
+func (r *deviceRead) readGPM() {
+	if r.gone || !r.dev.static.gpmSupported || !r.gpm.wanted() {
 		return
 	}
 	v, ok, ret := r.gpm.Read(r.dev.handle, gpmNoMIG)
-	if !r.ok("nvmlGpmSampleGet", ret) || !ok {
+	if r.ok("nvmlGpmSampleGet", ret) && ok {
+		r.gpmValues = &v
+	}
+}
+
+// recordProfiling reports the GPU's GPM activity and bandwidth.
+func (r *deviceRead) recordProfiling() {
+	if r.gone || r.gpmValues == nil {
 		return
 	}
-	r.recordActivity(v)
-	for _, b := range []struct {
-		value float64
-		link  metadata.AttributeNvidiaGpuInterconnect
-		dir   metadata.AttributeNetworkIoDirection
-	}{
-		{v.pcieTx, metadata.AttributeNvidiaGpuInterconnectPcie, metadata.AttributeNetworkIoDirectionTransmit},
-		{v.pcieRx, metadata.AttributeNvidiaGpuInterconnectPcie, metadata.AttributeNetworkIoDirectionReceive},
-		{v.nvlinkTx, metadata.AttributeNvidiaGpuInterconnectNvlink, metadata.AttributeNetworkIoDirectionTransmit},
-		{v.nvlinkRx, metadata.AttributeNvidiaGpuInterconnectNvlink, metadata.AttributeNetworkIoDirectionReceive},
-	} {
-		r.mb.RecordNvidiaGpuProfilingBandwidthDataPoint(r.now, b.value, b.link, b.dir)
+	r.recordActivity(*r.gpmValues)
+	if !r.metrics.NvidiaGpuProfilingBandwidth.Enabled {
+		return
+	}
+	for _, b := range gpmBandwidth {
+		if bps, ok := r.gpmValues.bandwidth[b.id]; ok {
+			r.mb.RecordNvidiaGpuProfilingBandwidthDataPoint(r.now, bps, b.link, b.dir)
+		}
 	}
 }
 
-var activityAttrs = [gpmNumActivities]metadata.AttributeNvidiaGpuProfilingMetric{
-	gpmGraphicsActive: metadata.AttributeNvidiaGpuProfilingMetricGraphicsActive,
-	gpmSMActive:       metadata.AttributeNvidiaGpuProfilingMetricSmActive,
-	gpmSMOccupancy:    metadata.AttributeNvidiaGpuProfilingMetricSmOccupancy,
-	gpmTensorActive:   metadata.AttributeNvidiaGpuProfilingMetricTensorActive,
-	gpmDRAMActive:     metadata.AttributeNvidiaGpuProfilingMetricDramActive,
-	gpmFP64Active:     metadata.AttributeNvidiaGpuProfilingMetricFp64Active,
-	gpmFP32Active:     metadata.AttributeNvidiaGpuProfilingMetricFp32Active,
-	gpmFP16Active:     metadata.AttributeNvidiaGpuProfilingMetricFp16Active,
-}
-
+// recordActivity reports the selected activities of a GPU or MIG instance.
 func (r *deviceRead) recordActivity(v gpmValues) {
 	if !r.metrics.NvidiaGpuProfilingActivity.Enabled {
 		return
 	}
-	for i, attr := range activityAttrs {
-		r.mb.RecordNvidiaGpuProfilingActivityDataPoint(r.now, v.activity[i], attr)
+	for _, a := range r.activities {
+		if x, ok := v.activity[a.id]; ok {
+			r.mb.RecordNvidiaGpuProfilingActivityDataPoint(r.now, x, a.attr)
+		}
 	}
 }

@@ -22,12 +22,19 @@ import (
 	"go.opentelemetry.io/collector/receiver/receivertest"
 
 	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpureceiver/internal/metadata"
+	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpureceiver/internal/nvmlclient"
 )
 
+// realScraper reads the real GPUs with the full overlay: every metric the receiver has.
 func realScraper(t *testing.T) (*gpuScraper, nvml.Interface) {
 	t.Helper()
+	return realScraperWith(t, fullTestConfig(t))
+}
+
+func realScraperWith(t *testing.T, cfg *Config) (*gpuScraper, nvml.Interface) {
+	t.Helper()
 	lib := nvml.New()
-	cfg := createDefaultConfig().(*Config)
+	cfg.Backend = BackendNVML
 	cfg.HostName = "hardware-test"
 	s := newGPUScraper(cfg, receivertest.NewNopSettings(metadata.Type), lib, time.Now)
 	require.NoError(t, s.start(context.Background(), componenttest.NewNopHost()))
@@ -101,8 +108,8 @@ func TestHardwareEveryGPUReportsPlausibleValues(t *testing.T) {
 		assert.Positive(t, pointValue(t, gpu, "nvidia.gpu.pcie.link.width.max", nil))
 		assert.Positive(t, pointValue(t, gpu, "nvidia.gpu.pcie.link.generation.max", nil))
 		assert.Positive(t, pointValue(t, gpu, "hw.temperature.limit", map[string]string{"hw.sensor_location": "gpu", "hw.limit_type": "throttled"}))
-		assert.Positive(t, pointValue(t, gpu, "nvidia.gpu.power.limit", map[string]string{"nvidia.gpu.power.limit_type": "max"}))
-		for _, name := range []string{"hw.errors", "hw.gpu.io", "nvidia.gpu.clock_event.duration", "nvidia.gpu.memory.remap.pending", "nvidia.gpu.performance_state", "nvidia.gpu.profiling.activity", "nvidia.gpu.nvlink.state"} {
+		assert.Positive(t, pointValue(t, gpu, "nvidia.gpu.power.limit.board", map[string]string{"nvidia.gpu.power.limit_type": "max"}))
+		for _, name := range []string{"hw.errors", "hw.gpu.io", "nvidia.gpu.clock_event.duration", "nvidia.gpu.memory.remap.pending", "nvidia.gpu.performance_state", "nvidia.gpu.profiling.activity", "nvidia.gpu.nvlink.state", "nvidia.gpu.minor_number"} {
 			_, ok := findMetric(gpu, name)
 			t.Logf("%s present: %v", name, ok)
 		}
@@ -170,4 +177,32 @@ func TestHardwareSampledUtilizationAgreesWithInstant(t *testing.T) {
 	t.Logf("%d samples, value type %d, average %.1f %%, instant %d %%", len(samples), vt, avg, u.Gpu)
 	assert.LessOrEqual(t, avg, 100.0)
 	assert.InDelta(t, float64(u.Gpu), avg, 35, "sample average and instant utilization measure the same thing")
+}
+
+// TestHardwareDefaultSetAndItsSources reads the real GPUs with the default configuration:
+// it logs what the driver answers for the fields and GPM metrics the lean default set
+// reads instead of dedicated calls, and how many series each GPU costs.
+func TestHardwareDefaultSetAndItsSources(t *testing.T) {
+	s, lib := realScraperWith(t, testConfig())
+	d, ret := lib.DeviceGetHandleByIndex(0)
+	require.Equal(t, nvml.SUCCESS, ret)
+	fields := []nvml.FieldValue{{FieldId: nvml.FI_DEV_POWER_AVERAGE}, {FieldId: nvml.FI_DEV_POWER_INSTANT}, {FieldId: nvml.FI_DEV_POWER_CURRENT_LIMIT}}
+	require.Equal(t, nvml.SUCCESS, d.GetFieldValues(fields))
+	usage, _ := d.GetPowerUsage()
+	limit, _ := d.GetEnforcedPowerLimit()
+	for _, f := range fields {
+		v, _ := decodeFieldValue(f)
+		t.Logf("field %d: %s %.0f (nvmlDeviceGetPowerUsage %d mW, enforced limit %d mW)", f.FieldId, nvmlclient.ReturnName(nvml.Return(f.NvmlReturn)), v, usage, limit)
+	}
+	_, _ = s.scrape(context.Background())
+	time.Sleep(3 * time.Second)
+	md, err := s.scrape(context.Background())
+	require.NoError(t, err)
+	for uuid, gpu := range gpuResources(md) {
+		by := seriesCount(gpu)
+		t.Logf("GPU %s: %d series by default: %v", uuid, total(by), by)
+		if v, ok := findMetric(gpu, "hw.gpu.utilization"); ok {
+			t.Logf("hw.gpu.utilization points: %d (GPM read: %v)", v.Gauge().DataPoints().Len(), s.devices[0].static.gpmSupported)
+		}
+	}
 }

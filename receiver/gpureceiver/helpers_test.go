@@ -9,6 +9,8 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/confmap"
+	"go.opentelemetry.io/collector/confmap/confmaptest"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/receiver/receivertest"
@@ -43,6 +45,23 @@ func testConfig() *Config {
 	cfg := createDefaultConfig().(*Config)
 	cfg.Backend = BackendSimulated
 	cfg.HostName = "gpu-node-1"
+	return cfg
+}
+
+// fullOverlay is the shipped overlay that turns on everything the receiver can report.
+const fullOverlay = "../../deploy/config-overlays/full.yaml"
+
+// fullTestConfig is testConfig with the full overlay's gpu receiver settings merged in,
+// as the collector merges a second --config.
+func fullTestConfig(t testing.TB) *Config {
+	t.Helper()
+	cm, err := confmaptest.LoadConf(fullOverlay)
+	require.NoError(t, err)
+	sub, err := cm.Sub("receivers::gpu")
+	require.NoError(t, err)
+	cfg := testConfig()
+	require.NoError(t, sub.Unmarshal(cfg))
+	require.NoError(t, confmap.Validate(cfg))
 	return cfg
 }
 
@@ -217,9 +236,9 @@ func newSimB(b *testing.B, system, scenario string, clock *fakeClock) *gpusim.Si
 	return sim
 }
 
-func newGPUScraperB(b *testing.B, lib nvml.Interface, clock *fakeClock) *gpuScraper {
+func newGPUScraperB(b *testing.B, cfg *Config, lib nvml.Interface, clock *fakeClock) *gpuScraper {
 	b.Helper()
-	s := newGPUScraper(testConfig(), receivertest.NewNopSettings(metadata.Type), lib, clock.Now)
+	s := newGPUScraper(cfg, receivertest.NewNopSettings(metadata.Type), lib, clock.Now)
 	if err := s.start(context.Background(), componenttest.NewNopHost()); err != nil {
 		b.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package gpureceiver // import "github.com/otelcol-gpu/otelcol-gpu/receiver/gpure
 import (
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
@@ -13,13 +14,33 @@ const (
 	callGetMigMode            = "nvmlDeviceGetMigMode"
 	callGetMaxMigDeviceCount  = "nvmlDeviceGetMaxMigDeviceCount"
 	callGetMigDeviceHandle    = "nvmlDeviceGetMigDeviceHandleByIndex"
+	callMigGetUUID            = "nvmlDeviceGetUUID(mig)"
 	callMigGetMemoryInfo      = "nvmlDeviceGetMemoryInfo(mig)"
 	callMigGetGpuInstanceID   = "nvmlDeviceGetGpuInstanceId(mig)"
 	callMigGetComputeInstance = "nvmlDeviceGetComputeInstanceId(mig)"
+	callGpmMigSampleGet       = "nvmlGpmMigSampleGet"
+	// migRefresh is how often a MIG-enabled GPU's mode and instances are read again:
+	// instances come and go (mig-parted, DRA) far less often than scrapes. An instance
+	// that stops answering, or a GPU whose device-level utilization stops being supported
+	// (MIG was turned on), is looked at again at the next scrape.
+	migRefresh = time.Minute
 )
 
-// migInstance is one MIG instance found in this scrape.
+// migState is what is known of a GPU's MIG mode and instances between scrapes.
+type migState struct {
+	enabled bool
+	// checked is when the mode (and, in MIG mode, the instances) were read.
+	checked time.Time
+	// recheck asks for the mode to be read again at the next scrape.
+	recheck bool
+	// maxDevices is how many MIG devices the GPU can hold (static), 0 until read.
+	maxDevices int
+	instances  []*migInstance
+}
+
+// migInstance is one MIG instance, as last listed.
 type migInstance struct {
+	handle      nvml.Device
 	uuid        string
 	gpuInstance int
 	compute     int
@@ -39,42 +60,57 @@ func (m *migInstance) describe(rb *metadata.ResourceBuilder, parent *gpuDevice) 
 	}
 }
 
+// noteMIGHint marks a GPU for a MIG mode check when a device-level utilization call
+// answers NOT_SUPPORTED on a GPU not known to be in MIG mode: that is how turning MIG on
+// shows, so non-MIG GPUs need no periodic mode check.
+func (r *deviceRead) noteMIGHint(ret nvml.Return) {
+	if ret == nvml.ERROR_NOT_SUPPORTED && !r.dev.mig.enabled {
+		r.dev.mig.recheck = true
+	}
+}
+
+// migHintsWork reports whether noteMIGHint can see MIG being turned on: some device-level
+// utilization is read from NVML's samples each scrape.
+func (r *deviceRead) migHintsWork() bool {
+	return r.metrics.NvidiaGpuMemoryCopyUtilization.Enabled ||
+		r.metrics.HwGpuUtilization.Enabled && !r.dev.static.gpmSupported
+}
+
 // recordMIG emits one resource per MIG instance of a MIG-enabled GPU, with its framebuffer
-// and, where GPM supports it, its activity. The parent keeps its device-level metrics.
-// It returns the instances by GPU instance id, for attributing processes.
+// and, where the GPU has GPM, its utilization and activity. The parent keeps its
+// device-level metrics. It returns the instances by GPU instance id, for attributing
+// processes.
 func (r *deviceRead) recordMIG() map[uint32]*migInstance {
-	if r.gone || r.dev.handle == nil || r.skip(callGetMigMode) {
+	if r.gone || r.dev.handle == nil {
 		return nil
 	}
-	mode, _, ret := r.dev.handle.GetMigMode()
-	if !r.ok(callGetMigMode, ret) || mode != nvml.DEVICE_MIG_ENABLE {
-		return nil
-	}
-	count, ret := r.dev.handle.GetMaxMigDeviceCount()
-	if !r.ok(callGetMaxMigDeviceCount, ret) {
+	r.refreshMIG()
+	if !r.dev.mig.enabled {
 		return nil
 	}
 	out := map[uint32]*migInstance{}
-	for i := 0; i < count && !r.gone; i++ {
-		h, ret := r.dev.handle.GetMigDeviceHandleByIndex(i)
-		if ret == nvml.ERROR_NOT_FOUND || ret == nvml.ERROR_INVALID_ARGUMENT {
-			continue // an empty slot
+	for _, mi := range r.dev.mig.instances {
+		if r.gone {
+			break
 		}
-		if !r.ok(callGetMigDeviceHandle, ret) {
+		mem, ret := mi.handle.GetMemoryInfo()
+		if ret == nvml.ERROR_NOT_FOUND || ret == nvml.ERROR_INVALID_ARGUMENT {
+			r.dev.mig.recheck = true // destroyed since it was listed
 			continue
 		}
-		mi := r.readMigInstance(h)
-		if mi == nil {
+		if !r.ok(callMigGetMemoryInfo, ret) {
 			continue
 		}
 		out[uint32(mi.gpuInstance)] = mi
-		if mem, ret := h.GetMemoryInfo(); r.ok(callMigGetMemoryInfo, ret) {
-			r.mb.RecordHwGpuMemoryLimitDataPoint(r.now, int64(mem.Total))
-			r.mb.RecordHwGpuMemoryUsageDataPoint(r.now, int64(mem.Used))
-			r.mb.RecordNvidiaGpuMemoryFreeDataPoint(r.now, int64(mem.Free))
-		}
+		r.mb.RecordHwGpuMemoryLimitDataPoint(r.now, int64(mem.Total))
+		r.mb.RecordHwGpuMemoryUsageDataPoint(r.now, int64(mem.Used))
+		r.mb.RecordNvidiaGpuMemoryFreeDataPoint(r.now, int64(mem.Free))
 		if r.dev.static.gpmSupported {
-			if v, ok, ret := r.gpm.Read(r.dev.handle, mi.gpuInstance); r.ok("nvmlGpmMigSampleGet", ret) && ok {
+			v, ok, ret := r.gpm.Read(r.dev.handle, mi.gpuInstance)
+			if r.ok(callGpmMigSampleGet, ret) && ok {
+				if x, has := v.activity[nvml.GPM_METRIC_GRAPHICS_UTIL]; has && r.metrics.HwGpuUtilization.Enabled {
+					r.mb.RecordHwGpuUtilizationDataPoint(r.now, x, metadata.AttributeHwGpuTaskGeneral)
+				}
 				r.recordActivity(v)
 			}
 		}
@@ -85,29 +121,92 @@ func (r *deviceRead) recordMIG() map[uint32]*migInstance {
 	return out
 }
 
-func (r *deviceRead) readMigInstance(h nvml.Device) *migInstance {
-	uuid, ret := h.GetUUID()
-	if !r.ok("nvmlDeviceGetUUID(mig)", ret) {
-		return nil
+// refreshMIG reads the MIG mode, and in MIG mode the instances, when they are due: on the
+// first scrape, every migRefresh in MIG mode (or on every GPU where a hint cannot show
+// MIG being turned on), and when a hint asks for it.
+func (r *deviceRead) refreshMIG() {
+	st := &r.dev.mig
+	now := r.clock()
+	periodic := st.enabled || !r.migHintsWork()
+	due := st.checked.IsZero() || st.recheck || periodic && now.Sub(st.checked) >= migRefresh
+	if !due || r.skip(callGetMigMode) {
+		return
 	}
-	gi, ret := h.GetGpuInstanceId()
-	if !r.ok(callMigGetGpuInstanceID, ret) {
-		return nil
+	st.recheck, st.checked = false, now
+	mode, _, ret := r.dev.handle.GetMigMode()
+	enabled := r.ok(callGetMigMode, ret) && mode == nvml.DEVICE_MIG_ENABLE
+	if enabled != st.enabled {
+		// Device-level calls answer differently in and out of MIG mode: ask them again.
+		clear(r.dev.unsupported)
 	}
-	ci, ret := h.GetComputeInstanceId()
-	if !r.ok(callMigGetComputeInstance, ret) {
-		ci = 0
+	st.enabled = enabled
+	var instances []*migInstance
+	if enabled {
+		instances = r.listMIGInstances()
 	}
-	return &migInstance{uuid: uuid, gpuInstance: gi, compute: ci, profile: r.migProfile(gi)}
+	// GPM samples of instances that are gone are released.
+	listed := map[int]bool{}
+	for _, mi := range instances {
+		listed[mi.gpuInstance] = true
+	}
+	for _, mi := range st.instances {
+		if !listed[mi.gpuInstance] {
+			r.gpm.ForgetInstance(r.dev.handle, mi.gpuInstance)
+		}
+	}
+	st.instances = instances
+}
+
+// listMIGInstances lists the GPU's MIG instances. An instance already known by its UUID
+// keeps what was read of it.
+func (r *deviceRead) listMIGInstances() []*migInstance {
+	st := &r.dev.mig
+	if st.maxDevices == 0 {
+		n, ret := r.dev.handle.GetMaxMigDeviceCount()
+		if !r.ok(callGetMaxMigDeviceCount, ret) {
+			return nil
+		}
+		st.maxDevices = n
+	}
+	known := map[string]*migInstance{}
+	for _, mi := range st.instances {
+		known[mi.uuid] = mi
+	}
+	var out []*migInstance
+	for i := 0; i < st.maxDevices && !r.gone; i++ {
+		h, ret := r.dev.handle.GetMigDeviceHandleByIndex(i)
+		if ret == nvml.ERROR_NOT_FOUND || ret == nvml.ERROR_INVALID_ARGUMENT {
+			continue // an empty slot
+		}
+		if !r.ok(callGetMigDeviceHandle, ret) {
+			continue
+		}
+		uuid, ret := h.GetUUID()
+		if !r.ok(callMigGetUUID, ret) {
+			continue
+		}
+		if mi := known[uuid]; mi != nil {
+			mi.handle = h
+			out = append(out, mi)
+			continue
+		}
+		gi, ret := h.GetGpuInstanceId()
+		if !r.ok(callMigGetGpuInstanceID, ret) {
+			continue
+		}
+		ci, ret := h.GetComputeInstanceId()
+		if !r.ok(callMigGetComputeInstance, ret) {
+			ci = 0
+		}
+		out = append(out, &migInstance{handle: h, uuid: uuid, gpuInstance: gi, compute: ci, profile: r.migProfile(gi)})
+	}
+	return out
 }
 
 // migProfile names a GPU instance's profile ("1g.10gb": slices and memory in GB, rounded
-// up as NVIDIA's names do), cached per instance id. NVML's own name string is only
+// up as NVIDIA's names do); it is read once per instance. NVML's own name string is only
 // reachable through a call go-nvml's mocks cannot serve.
 func (r *deviceRead) migProfile(gpuInstance int) string {
-	if name, ok := r.dev.migProfiles[gpuInstance]; ok {
-		return name
-	}
 	name := ""
 	if gi, ret := r.dev.handle.GetGpuInstanceById(gpuInstance); ret == nvml.SUCCESS {
 		if info, ret := gi.GetInfo(); ret == nvml.SUCCESS {
@@ -116,6 +215,5 @@ func (r *deviceRead) migProfile(gpuInstance int) string {
 			}
 		}
 	}
-	r.dev.migProfiles[gpuInstance] = name
 	return name
 }

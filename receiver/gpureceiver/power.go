@@ -14,36 +14,45 @@ const (
 )
 
 // recordPower reports power draw and limits (NVML: mW) in W, and the energy counter
-// (NVML: mJ since driver load) in J. The enforced limit is read every scrape (an operator
-// or the driver may change it); default, min and max are read at discovery.
+// (NVML: mJ since driver load) in J, from the field batch where the driver has the fields,
+// else from the dedicated calls. The draw is the 1-second average where the GPU keeps one
+// (what nvmlDeviceGetPowerUsage reports on Ampere and newer, GA100 excepted), else the
+// instantaneous draw. The enforced limit is read every scrape (an operator or the driver
+// may change it); the board's default, min and max at discovery.
 func (r *deviceRead) recordPower() {
 	m := r.metrics
-	if m.HwPower.Enabled && !r.skip(callGetPowerUsage) {
-		p, ret := r.dev.handle.GetPowerUsage()
-		if r.ok(callGetPowerUsage, ret) {
-			r.mb.RecordHwPowerDataPoint(r.now, float64(p)/milli)
+	if m.HwPower.Enabled {
+		if mw, ok := r.firstField(nvml.FI_DEV_POWER_AVERAGE, nvml.FI_DEV_POWER_INSTANT); ok {
+			r.mb.RecordHwPowerDataPoint(r.now, mw/milli)
+		} else if !r.skip(callGetPowerUsage) {
+			p, ret := r.dev.handle.GetPowerUsage()
+			if r.ok(callGetPowerUsage, ret) {
+				r.mb.RecordHwPowerDataPoint(r.now, float64(p)/milli)
+			}
 		}
 	}
 	if m.NvidiaGpuPowerLimit.Enabled {
-		if !r.skip(callGetEnforcedPowerLimit) {
+		if mw, ok := r.fields.get(nvml.FI_DEV_POWER_CURRENT_LIMIT); ok {
+			r.mb.RecordNvidiaGpuPowerLimitDataPoint(r.now, mw/milli, metadata.AttributeNvidiaGpuPowerLimitTypeEnforced)
+		} else if !r.skip(callGetEnforcedPowerLimit) {
 			l, ret := r.dev.handle.GetEnforcedPowerLimit()
 			if r.ok(callGetEnforcedPowerLimit, ret) {
 				r.mb.RecordNvidiaGpuPowerLimitDataPoint(r.now, float64(l)/milli, metadata.AttributeNvidiaGpuPowerLimitTypeEnforced)
 			}
 		}
-		if !r.gone {
-			st := r.dev.static
-			for _, l := range []struct {
-				mw   uint32
-				kind metadata.AttributeNvidiaGpuPowerLimitType
-			}{
-				{st.powerDefaultMW, metadata.AttributeNvidiaGpuPowerLimitTypeDefault},
-				{st.powerMinMW, metadata.AttributeNvidiaGpuPowerLimitTypeMin},
-				{st.powerMaxMW, metadata.AttributeNvidiaGpuPowerLimitTypeMax},
-			} {
-				if l.mw > 0 {
-					r.mb.RecordNvidiaGpuPowerLimitDataPoint(r.now, float64(l.mw)/milli, l.kind)
-				}
+	}
+	if m.NvidiaGpuPowerLimitBoard.Enabled && !r.gone {
+		st := r.dev.static
+		for _, l := range []struct {
+			mw   uint32
+			kind metadata.AttributeNvidiaGpuPowerLimitType
+		}{
+			{st.powerDefaultMW, metadata.AttributeNvidiaGpuPowerLimitTypeDefault},
+			{st.powerMinMW, metadata.AttributeNvidiaGpuPowerLimitTypeMin},
+			{st.powerMaxMW, metadata.AttributeNvidiaGpuPowerLimitTypeMax},
+		} {
+			if l.mw > 0 {
+				r.mb.RecordNvidiaGpuPowerLimitBoardDataPoint(r.now, float64(l.mw)/milli, l.kind)
 			}
 		}
 	}
@@ -57,4 +66,14 @@ func (r *deviceRead) recordPower() {
 			}
 		}
 	}
+}
+
+// firstField is the first of the fields the batch answered.
+func (r *deviceRead) firstField(ids ...uint32) (float64, bool) {
+	for _, id := range ids {
+		if v, ok := r.fields.get(id); ok {
+			return v, true
+		}
+	}
+	return 0, false
 }

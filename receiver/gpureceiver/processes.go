@@ -46,7 +46,8 @@ func (r *deviceRead) readProcesses() []gpuProcess {
 		{callGetComputeProcesses, false, r.dev.handle.GetComputeRunningProcesses},
 		{callGetGraphicsProcesses, true, r.dev.handle.GetGraphicsRunningProcesses},
 	} {
-		if r.skip(q.call) {
+		// MIG supports no graphics: a MIG-enabled GPU has no graphics processes to list.
+		if r.skip(q.call) || q.graphics && r.dev.mig.enabled {
 			continue
 		}
 		infos, ret := q.list()

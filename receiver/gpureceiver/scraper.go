@@ -32,6 +32,7 @@ type gpuScraper struct {
 	devices      []*gpuDevice
 	xids         *xidWatcher
 	gpm          *nvmlGPM
+	activities   []gpmActivity
 	procNames    *processNames
 	lastReinit   time.Time
 	// nvmlDown remembers the last reported state so that logs and component status change
@@ -49,9 +50,10 @@ func newGPUScraper(cfg *Config, set receiver.Settings, lib nvml.Interface, now f
 			Initial: cfg.NVML.InitRetry.InitialInterval,
 			Max:     cfg.NVML.InitRetry.MaxInterval,
 		}),
-		mb:        metadata.NewMetricsBuilder(cfg.MetricsBuilderConfig, set, metadata.WithStartTime(pcommon.NewTimestampFromTime(now()))),
-		gpm:       newNVMLGPM(lib),
-		procNames: newProcessNames(),
+		mb:         metadata.NewMetricsBuilder(cfg.MetricsBuilderConfig, set, metadata.WithStartTime(pcommon.NewTimestampFromTime(now()))),
+		gpm:        newNVMLGPM(lib, newGPMRequest(&cfg.Metrics, cfg.Profiling.Activities)),
+		activities: selectedActivities(cfg.Profiling.Activities),
+		procNames:  newProcessNames(),
 	}
 }
 
@@ -126,15 +128,16 @@ func (s *gpuScraper) scrape(context.Context) (pmetric.Metrics, error) {
 // readDeps hands a GPU read what it needs of the scraper.
 func (s *gpuScraper) readDeps() readDeps {
 	return readDeps{
-		logger:    s.logger,
-		clock:     s.now,
-		metrics:   &s.cfg.Metrics,
-		mb:        s.mb,
-		symbols:   s.session,
-		xids:      s.xids,
-		gpm:       s.gpm,
-		hostName:  s.hostName,
-		procNames: s.procNames,
+		logger:     s.logger,
+		clock:      s.now,
+		metrics:    &s.cfg.Metrics,
+		mb:         s.mb,
+		symbols:    s.session,
+		xids:       s.xids,
+		gpm:        s.gpm,
+		activities: s.activities,
+		hostName:   s.hostName,
+		procNames:  s.procNames,
 	}
 }
 

@@ -12,12 +12,18 @@ import (
 )
 
 // scrapeAt runs a scenario to simulated time t (a first scrape at t-10s primes the
-// interval averages) and returns the scrape at t.
+// interval averages) and returns the scrape at t, with the default configuration.
 func scrapeAt(t *testing.T, system, scenario string, at time.Duration) (*gpuScraper, *fakeClock, pmetricResult) {
+	t.Helper()
+	return scrapeWith(t, testConfig(), system, scenario, at)
+}
+
+// scrapeWith is scrapeAt with a configuration of the test's.
+func scrapeWith(t *testing.T, cfg *Config, system, scenario string, at time.Duration) (*gpuScraper, *fakeClock, pmetricResult) {
 	t.Helper()
 	clock := newFakeClock()
 	sim := newSim(t, system, scenario, clock)
-	s := startedScraper(t, testConfig(), sim, clock)
+	s := startedScraper(t, cfg, sim, clock)
 	clock.Advance(at - 10*time.Second)
 	_, _ = s.scrape(context.Background())
 	clock.Advance(10 * time.Second)
@@ -27,7 +33,7 @@ func scrapeAt(t *testing.T, system, scenario string, at time.Duration) (*gpuScra
 }
 
 func TestThermalThrottleReportsReasonAndDuration(t *testing.T) {
-	_, _, res := scrapeAt(t, "dgxh100", "thermal-throttle", 60*time.Second)
+	_, _, res := scrapeWith(t, fullTestConfig(t), "dgxh100", "thermal-throttle", 60*time.Second)
 	require.NoError(t, res.err)
 	for uuid, gpu := range gpuResources(res.md) {
 		index, _ := gpu.Resource().Attributes().Get("nvidia.gpu.index")
@@ -255,7 +261,7 @@ func TestMIGActivityFromGPMOnHopper(t *testing.T) {
 }
 
 func TestProfilingOnHopperNotOnAmpere(t *testing.T) {
-	_, _, hopper := scrapeAt(t, "dgxh100", "steady-training", 30*time.Second)
+	_, _, hopper := scrapeWith(t, fullTestConfig(t), "dgxh100", "steady-training", 30*time.Second)
 	for _, gpu := range gpuResources(hopper.md) {
 		assert.Greater(t, pointValue(t, gpu, "nvidia.gpu.profiling.activity", map[string]string{"nvidia.gpu.profiling.metric": "tensor_active"}), 0.3)
 		assert.Positive(t, pointValue(t, gpu, "nvidia.gpu.profiling.bandwidth", map[string]string{"nvidia.gpu.interconnect": "nvlink", "network.io.direction": "transmit"}))

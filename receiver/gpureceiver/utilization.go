@@ -8,10 +8,12 @@ import (
 	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpureceiver/internal/metadata"
 )
 
-// Utilization is averaged over the collection interval from the driver's sample buffer
-// (nvmlDeviceGetSamples), so a short burst between two scrapes is not missed or
-// over-weighted. Where the driver keeps no samples, or none arrived since the last scrape,
-// the instantaneous value is used instead.
+// Utilization is averaged over the collection interval, so a short burst between two
+// scrapes is neither missed nor over-weighted: from the GPM sample pair where the GPU has
+// GPM (read for profiling anyway, and covering exactly the interval), otherwise from the
+// driver's sample buffer (nvmlDeviceGetSamples). Where neither answers, the instantaneous
+// value is used. Device-level utilization is not supported in MIG mode: the MIG instances
+// report theirs.
 
 const (
 	callGetSamples            = "nvmlDeviceGetSamples"
@@ -27,23 +29,8 @@ const (
 
 func (r *deviceRead) recordUtilization() {
 	m := r.metrics
-	if m.HwGpuUtilization.Enabled {
-		gpu, okGPU := r.averageSamples(utilizationSamplesGPU)
-		if !okGPU {
-			if u, ok := r.utilizationRates(); ok {
-				gpu, okGPU = float64(u.Gpu), true
-			}
-		}
-		if okGPU {
-			r.mb.RecordHwGpuUtilizationDataPoint(r.now, gpu/percent, metadata.AttributeHwGpuTaskGeneral)
-		}
-		if enc, ok := r.engineUtilization(utilizationSamplesEncoder, callGetEncoderUtilization, r.dev.handle.GetEncoderUtilization); ok {
-			r.mb.RecordHwGpuUtilizationDataPoint(r.now, enc/percent, metadata.AttributeHwGpuTaskEncoder)
-		}
-		if dec, ok := r.engineUtilization(utilizationSamplesDecoder, callGetDecoderUtilization, r.dev.handle.GetDecoderUtilization); ok {
-			r.mb.RecordHwGpuUtilizationDataPoint(r.now, dec/percent, metadata.AttributeHwGpuTaskDecoder)
-		}
-	}
+	// Memory-copy first: its sample read is what shows MIG turned on, and a GPU found in
+	// MIG mode reports no device-level utilization from this scrape on.
 	if m.NvidiaGpuMemoryCopyUtilization.Enabled {
 		mem, ok := r.averageSamples(utilizationSamplesMemory)
 		if !ok {
@@ -55,6 +42,47 @@ func (r *deviceRead) recordUtilization() {
 			r.mb.RecordNvidiaGpuMemoryCopyUtilizationDataPoint(r.now, mem/percent)
 		}
 	}
+	if r.dev.mig.recheck {
+		r.refreshMIG()
+	}
+	if !m.HwGpuUtilization.Enabled || r.dev.mig.enabled {
+		return
+	}
+	if gpu, ok := r.gpuUtilization(); ok {
+		r.mb.RecordHwGpuUtilizationDataPoint(r.now, gpu, metadata.AttributeHwGpuTaskGeneral)
+	}
+	var gpmEnc, gpmDec *float64
+	if v := r.gpmValues; v != nil {
+		if v.hasEncoder {
+			gpmEnc = &v.encoder
+		}
+		if v.hasDecoder {
+			gpmDec = &v.decoder
+		}
+	}
+	if enc, ok := r.engineUtilization(gpmEnc, utilizationSamplesEncoder, callGetEncoderUtilization, r.dev.handle.GetEncoderUtilization); ok {
+		r.mb.RecordHwGpuUtilizationDataPoint(r.now, enc, metadata.AttributeHwGpuTaskEncoder)
+	}
+	if dec, ok := r.engineUtilization(gpmDec, utilizationSamplesDecoder, callGetDecoderUtilization, r.dev.handle.GetDecoderUtilization); ok {
+		r.mb.RecordHwGpuUtilizationDataPoint(r.now, dec, metadata.AttributeHwGpuTaskDecoder)
+	}
+}
+
+// gpuUtilization is the GPU's busy share 0–1: GPM's graphics activity, else the samples,
+// else the instantaneous rate.
+func (r *deviceRead) gpuUtilization() (float64, bool) {
+	if v := r.gpmValues; v != nil {
+		if x, ok := v.activity[nvml.GPM_METRIC_GRAPHICS_UTIL]; ok {
+			return x, true
+		}
+	}
+	if x, ok := r.averageSamples(utilizationSamplesGPU); ok {
+		return x / percent, true
+	}
+	if u, ok := r.utilizationRates(); ok {
+		return float64(u.Gpu) / percent, true
+	}
+	return 0, false
 }
 
 // utilizationRates is read at most once per scrape (it carries both GPU and memory-copy).
@@ -63,21 +91,27 @@ func (r *deviceRead) utilizationRates() (nvml.Utilization, bool) {
 		r.rates.read = true
 		if !r.skip(callGetUtilizationRates) {
 			u, ret := r.dev.handle.GetUtilizationRates()
+			r.noteMIGHint(ret)
 			r.rates.value, r.rates.ok = u, r.ok(callGetUtilizationRates, ret)
 		}
 	}
 	return r.rates.value, r.rates.ok
 }
 
-func (r *deviceRead) engineUtilization(kind nvml.SamplingType, call string, instant func() (uint32, uint32, nvml.Return)) (float64, bool) {
+// engineUtilization is an encoder's or decoder's busy share 0–1: GPM's (mean over the
+// engines), else the samples, else the instantaneous value.
+func (r *deviceRead) engineUtilization(gpm *float64, kind nvml.SamplingType, call string, instant func() (uint32, uint32, nvml.Return)) (float64, bool) {
+	if gpm != nil {
+		return *gpm, true
+	}
 	if v, ok := r.averageSamples(kind); ok {
-		return v, true
+		return v / percent, true
 	}
 	if r.skip(call) {
 		return 0, false
 	}
 	u, _, ret := instant()
-	return float64(u), r.ok(call, ret)
+	return float64(u) / percent, r.ok(call, ret)
 }
 
 // averageSamples averages the samples of one kind taken since the previous scrape.
@@ -87,6 +121,7 @@ func (r *deviceRead) averageSamples(kind nvml.SamplingType) (float64, bool) {
 		return 0, false
 	}
 	valueType, samples, ret := r.dev.handle.GetSamples(kind, r.dev.lastSampleTS[kind])
+	r.noteMIGHint(ret)
 	if !r.ok(call, ret) || len(samples) == 0 {
 		return 0, false
 	}

@@ -1093,6 +1093,54 @@ func (ms *NvidiaGpuPowerLimitMetricConfig) Validate() error {
 	return nil
 }
 
+// NvidiaGpuPowerLimitBoardMetricAttributeKey specifies the key of an attribute for the nvidia.gpu.power.limit.board metric.
+type NvidiaGpuPowerLimitBoardMetricAttributeKey string
+
+const (
+	NvidiaGpuPowerLimitBoardMetricAttributeKeyNvidiaGpuPowerLimitType NvidiaGpuPowerLimitBoardMetricAttributeKey = "nvidia.gpu.power.limit_type"
+)
+
+// NvidiaGpuPowerLimitBoardMetricConfig provides config for the nvidia.gpu.power.limit.board metric.
+type NvidiaGpuPowerLimitBoardMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+
+	AggregationStrategy string                                       `mapstructure:"aggregation_strategy"`
+	EnabledAttributes   []NvidiaGpuPowerLimitBoardMetricAttributeKey `mapstructure:"attributes"`
+}
+
+func (ms *NvidiaGpuPowerLimitBoardMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+func (ms *NvidiaGpuPowerLimitBoardMetricConfig) Validate() error {
+	for _, val := range ms.EnabledAttributes {
+		switch val {
+		case NvidiaGpuPowerLimitBoardMetricAttributeKeyNvidiaGpuPowerLimitType:
+		default:
+			return fmt.Errorf("metric nvidia.gpu.power.limit.board doesn't have an attribute %v, valid attributes: [nvidia.gpu.power.limit_type]", val)
+		}
+	}
+
+	switch ms.AggregationStrategy {
+	case AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax:
+	default:
+		return fmt.Errorf("invalid aggregation strategy %q, valid strategies: [%s, %s, %s, %s]", ms.AggregationStrategy, AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax)
+	}
+
+	return nil
+}
+
 // NvidiaGpuProcessMemoryUsageMetricConfig provides config for the nvidia.gpu.process.memory.usage metric.
 type NvidiaGpuProcessMemoryUsageMetricConfig struct {
 	Enabled          bool `mapstructure:"enabled"`
@@ -1409,6 +1457,7 @@ type MetricsConfig struct {
 	NvidiaGpuPcieReplays               NvidiaGpuPcieReplaysMetricConfig               `mapstructure:"nvidia.gpu.pcie.replays"`
 	NvidiaGpuPerformanceState          NvidiaGpuPerformanceStateMetricConfig          `mapstructure:"nvidia.gpu.performance_state"`
 	NvidiaGpuPowerLimit                NvidiaGpuPowerLimitMetricConfig                `mapstructure:"nvidia.gpu.power.limit"`
+	NvidiaGpuPowerLimitBoard           NvidiaGpuPowerLimitBoardMetricConfig           `mapstructure:"nvidia.gpu.power.limit.board"`
 	NvidiaGpuProcessMemoryUsage        NvidiaGpuProcessMemoryUsageMetricConfig        `mapstructure:"nvidia.gpu.process.memory.usage"`
 	NvidiaGpuProcessUtilization        NvidiaGpuProcessUtilizationMetricConfig        `mapstructure:"nvidia.gpu.process.utilization"`
 	NvidiaGpuProfilingActivity         NvidiaGpuProfilingActivityMetricConfig         `mapstructure:"nvidia.gpu.profiling.activity"`
@@ -1458,7 +1507,7 @@ func DefaultMetricsConfig() MetricsConfig {
 			EnabledAttributes:   []HwTemperatureMetricAttributeKey{HwTemperatureMetricAttributeKeyHwSensorLocation},
 		},
 		HwTemperatureLimit: HwTemperatureLimitMetricConfig{
-			Enabled:             true,
+			Enabled:             false,
 			AggregationStrategy: AggregationStrategyAvg,
 			EnabledAttributes:   []HwTemperatureLimitMetricAttributeKey{HwTemperatureLimitMetricAttributeKeyHwSensorLocation, HwTemperatureLimitMetricAttributeKeyHwLimitType},
 		},
@@ -1473,7 +1522,7 @@ func DefaultMetricsConfig() MetricsConfig {
 			EnabledAttributes:   []NvidiaGpuClockEventActiveMetricAttributeKey{NvidiaGpuClockEventActiveMetricAttributeKeyNvidiaGpuClockEventReason},
 		},
 		NvidiaGpuClockEventDuration: NvidiaGpuClockEventDurationMetricConfig{
-			Enabled:             true,
+			Enabled:             false,
 			AggregationStrategy: AggregationStrategySum,
 			EnabledAttributes:   []NvidiaGpuClockEventDurationMetricAttributeKey{NvidiaGpuClockEventDurationMetricAttributeKeyNvidiaGpuClockEventCause},
 		},
@@ -1493,12 +1542,12 @@ func DefaultMetricsConfig() MetricsConfig {
 			Enabled: true,
 		},
 		NvidiaGpuMemoryRemappedRows: NvidiaGpuMemoryRemappedRowsMetricConfig{
-			Enabled:             true,
+			Enabled:             false,
 			AggregationStrategy: AggregationStrategySum,
 			EnabledAttributes:   []NvidiaGpuMemoryRemappedRowsMetricAttributeKey{NvidiaGpuMemoryRemappedRowsMetricAttributeKeyErrorType},
 		},
 		NvidiaGpuMemoryReserved: NvidiaGpuMemoryReservedMetricConfig{
-			Enabled: true,
+			Enabled: false,
 		},
 		NvidiaGpuMemoryRetiredPages: NvidiaGpuMemoryRetiredPagesMetricConfig{
 			Enabled:             true,
@@ -1514,40 +1563,45 @@ func DefaultMetricsConfig() MetricsConfig {
 		NvidiaGpuNvlinkErrors: NvidiaGpuNvlinkErrorsMetricConfig{
 			Enabled:             true,
 			AggregationStrategy: AggregationStrategySum,
-			EnabledAttributes:   []NvidiaGpuNvlinkErrorsMetricAttributeKey{NvidiaGpuNvlinkErrorsMetricAttributeKeyNvidiaGpuNvlinkLink, NvidiaGpuNvlinkErrorsMetricAttributeKeyNvidiaGpuNvlinkErrorType},
+			EnabledAttributes:   []NvidiaGpuNvlinkErrorsMetricAttributeKey{},
 		},
 		NvidiaGpuNvlinkIo: NvidiaGpuNvlinkIoMetricConfig{
 			Enabled:             true,
 			AggregationStrategy: AggregationStrategySum,
-			EnabledAttributes:   []NvidiaGpuNvlinkIoMetricAttributeKey{NvidiaGpuNvlinkIoMetricAttributeKeyNvidiaGpuNvlinkLink, NvidiaGpuNvlinkIoMetricAttributeKeyNetworkIoDirection},
+			EnabledAttributes:   []NvidiaGpuNvlinkIoMetricAttributeKey{NvidiaGpuNvlinkIoMetricAttributeKeyNetworkIoDirection},
 		},
 		NvidiaGpuNvlinkState: NvidiaGpuNvlinkStateMetricConfig{
 			Enabled:             true,
 			AggregationStrategy: AggregationStrategySum,
-			EnabledAttributes:   []NvidiaGpuNvlinkStateMetricAttributeKey{NvidiaGpuNvlinkStateMetricAttributeKeyNvidiaGpuNvlinkLink},
+			EnabledAttributes:   []NvidiaGpuNvlinkStateMetricAttributeKey{},
 		},
 		NvidiaGpuPcieLinkGeneration: NvidiaGpuPcieLinkGenerationMetricConfig{
-			Enabled: true,
+			Enabled: false,
 		},
 		NvidiaGpuPcieLinkGenerationMax: NvidiaGpuPcieLinkGenerationMaxMetricConfig{
-			Enabled: true,
+			Enabled: false,
 		},
 		NvidiaGpuPcieLinkWidth: NvidiaGpuPcieLinkWidthMetricConfig{
-			Enabled: true,
+			Enabled: false,
 		},
 		NvidiaGpuPcieLinkWidthMax: NvidiaGpuPcieLinkWidthMaxMetricConfig{
-			Enabled: true,
+			Enabled: false,
 		},
 		NvidiaGpuPcieReplays: NvidiaGpuPcieReplaysMetricConfig{
 			Enabled: true,
 		},
 		NvidiaGpuPerformanceState: NvidiaGpuPerformanceStateMetricConfig{
-			Enabled: true,
+			Enabled: false,
 		},
 		NvidiaGpuPowerLimit: NvidiaGpuPowerLimitMetricConfig{
 			Enabled:             true,
 			AggregationStrategy: AggregationStrategyAvg,
 			EnabledAttributes:   []NvidiaGpuPowerLimitMetricAttributeKey{NvidiaGpuPowerLimitMetricAttributeKeyNvidiaGpuPowerLimitType},
+		},
+		NvidiaGpuPowerLimitBoard: NvidiaGpuPowerLimitBoardMetricConfig{
+			Enabled:             false,
+			AggregationStrategy: AggregationStrategyAvg,
+			EnabledAttributes:   []NvidiaGpuPowerLimitBoardMetricAttributeKey{NvidiaGpuPowerLimitBoardMetricAttributeKeyNvidiaGpuPowerLimitType},
 		},
 		NvidiaGpuProcessMemoryUsage: NvidiaGpuProcessMemoryUsageMetricConfig{
 			Enabled: true,
@@ -1563,7 +1617,7 @@ func DefaultMetricsConfig() MetricsConfig {
 			EnabledAttributes:   []NvidiaGpuProfilingActivityMetricAttributeKey{NvidiaGpuProfilingActivityMetricAttributeKeyNvidiaGpuProfilingMetric},
 		},
 		NvidiaGpuProfilingBandwidth: NvidiaGpuProfilingBandwidthMetricConfig{
-			Enabled:             true,
+			Enabled:             false,
 			AggregationStrategy: AggregationStrategyAvg,
 			EnabledAttributes:   []NvidiaGpuProfilingBandwidthMetricAttributeKey{NvidiaGpuProfilingBandwidthMetricAttributeKeyNvidiaGpuInterconnect, NvidiaGpuProfilingBandwidthMetricAttributeKeyNetworkIoDirection},
 		},
@@ -1648,10 +1702,10 @@ func DefaultResourceAttributesConfig() ResourceAttributesConfig {
 			Enabled: true,
 		},
 		HwType: ResourceAttributeConfig{
-			Enabled: true,
+			Enabled: false,
 		},
 		HwVendor: ResourceAttributeConfig{
-			Enabled: true,
+			Enabled: false,
 		},
 		NvidiaGpuIndex: ResourceAttributeConfig{
 			Enabled: true,

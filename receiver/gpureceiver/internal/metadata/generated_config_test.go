@@ -155,6 +155,11 @@ func TestMetricsBuilderConfig(t *testing.T) {
 						AggregationStrategy: AggregationStrategyAvg,
 						EnabledAttributes:   []NvidiaGpuPowerLimitMetricAttributeKey{NvidiaGpuPowerLimitMetricAttributeKeyNvidiaGpuPowerLimitType},
 					},
+					NvidiaGpuPowerLimitBoard: NvidiaGpuPowerLimitBoardMetricConfig{
+						Enabled:             true,
+						AggregationStrategy: AggregationStrategyAvg,
+						EnabledAttributes:   []NvidiaGpuPowerLimitBoardMetricAttributeKey{NvidiaGpuPowerLimitBoardMetricAttributeKeyNvidiaGpuPowerLimitType},
+					},
 					NvidiaGpuProcessMemoryUsage: NvidiaGpuProcessMemoryUsageMetricConfig{
 						Enabled: true,
 					},
@@ -341,6 +346,11 @@ func TestMetricsBuilderConfig(t *testing.T) {
 						AggregationStrategy: AggregationStrategyAvg,
 						EnabledAttributes:   []NvidiaGpuPowerLimitMetricAttributeKey{NvidiaGpuPowerLimitMetricAttributeKeyNvidiaGpuPowerLimitType},
 					},
+					NvidiaGpuPowerLimitBoard: NvidiaGpuPowerLimitBoardMetricConfig{
+						Enabled:             false,
+						AggregationStrategy: AggregationStrategyAvg,
+						EnabledAttributes:   []NvidiaGpuPowerLimitBoardMetricAttributeKey{NvidiaGpuPowerLimitBoardMetricAttributeKeyNvidiaGpuPowerLimitType},
+					},
 					NvidiaGpuProcessMemoryUsage: NvidiaGpuProcessMemoryUsageMetricConfig{
 						Enabled: false,
 					},
@@ -398,7 +408,7 @@ func TestMetricsBuilderConfig(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := loadMetricsBuilderConfig(t, tt.name)
-			diff := cmp.Diff(tt.want, cfg, cmpopts.IgnoreUnexported(HwEnergyMetricConfig{}, HwErrorsMetricConfig{}, HwGpuIoMetricConfig{}, HwGpuMemoryLimitMetricConfig{}, HwGpuMemoryUsageMetricConfig{}, HwGpuUtilizationMetricConfig{}, HwPowerMetricConfig{}, HwStatusMetricConfig{}, HwTemperatureMetricConfig{}, HwTemperatureLimitMetricConfig{}, NvidiaGpuClockFrequencyMetricConfig{}, NvidiaGpuClockEventActiveMetricConfig{}, NvidiaGpuClockEventDurationMetricConfig{}, NvidiaGpuCountMetricConfig{}, NvidiaGpuFanSpeedMetricConfig{}, NvidiaGpuMemoryFreeMetricConfig{}, NvidiaGpuMemoryRemapFailedMetricConfig{}, NvidiaGpuMemoryRemapPendingMetricConfig{}, NvidiaGpuMemoryRemappedRowsMetricConfig{}, NvidiaGpuMemoryReservedMetricConfig{}, NvidiaGpuMemoryRetiredPagesMetricConfig{}, NvidiaGpuMemoryRetiredPagesPendingMetricConfig{}, NvidiaGpuMemoryCopyUtilizationMetricConfig{}, NvidiaGpuNvlinkErrorsMetricConfig{}, NvidiaGpuNvlinkIoMetricConfig{}, NvidiaGpuNvlinkStateMetricConfig{}, NvidiaGpuPcieLinkGenerationMetricConfig{}, NvidiaGpuPcieLinkGenerationMaxMetricConfig{}, NvidiaGpuPcieLinkWidthMetricConfig{}, NvidiaGpuPcieLinkWidthMaxMetricConfig{}, NvidiaGpuPcieReplaysMetricConfig{}, NvidiaGpuPerformanceStateMetricConfig{}, NvidiaGpuPowerLimitMetricConfig{}, NvidiaGpuProcessMemoryUsageMetricConfig{}, NvidiaGpuProcessUtilizationMetricConfig{}, NvidiaGpuProfilingActivityMetricConfig{}, NvidiaGpuProfilingBandwidthMetricConfig{}, NvidiaGpuXidErrorsMetricConfig{}, NvidiaNvmlAvailableMetricConfig{}, NvidiaNvmlInitErrorsMetricConfig{}, ResourceAttributeConfig{}))
+			diff := cmp.Diff(tt.want, cfg, cmpopts.IgnoreUnexported(HwEnergyMetricConfig{}, HwErrorsMetricConfig{}, HwGpuIoMetricConfig{}, HwGpuMemoryLimitMetricConfig{}, HwGpuMemoryUsageMetricConfig{}, HwGpuUtilizationMetricConfig{}, HwPowerMetricConfig{}, HwStatusMetricConfig{}, HwTemperatureMetricConfig{}, HwTemperatureLimitMetricConfig{}, NvidiaGpuClockFrequencyMetricConfig{}, NvidiaGpuClockEventActiveMetricConfig{}, NvidiaGpuClockEventDurationMetricConfig{}, NvidiaGpuCountMetricConfig{}, NvidiaGpuFanSpeedMetricConfig{}, NvidiaGpuMemoryFreeMetricConfig{}, NvidiaGpuMemoryRemapFailedMetricConfig{}, NvidiaGpuMemoryRemapPendingMetricConfig{}, NvidiaGpuMemoryRemappedRowsMetricConfig{}, NvidiaGpuMemoryReservedMetricConfig{}, NvidiaGpuMemoryRetiredPagesMetricConfig{}, NvidiaGpuMemoryRetiredPagesPendingMetricConfig{}, NvidiaGpuMemoryCopyUtilizationMetricConfig{}, NvidiaGpuNvlinkErrorsMetricConfig{}, NvidiaGpuNvlinkIoMetricConfig{}, NvidiaGpuNvlinkStateMetricConfig{}, NvidiaGpuPcieLinkGenerationMetricConfig{}, NvidiaGpuPcieLinkGenerationMaxMetricConfig{}, NvidiaGpuPcieLinkWidthMetricConfig{}, NvidiaGpuPcieLinkWidthMaxMetricConfig{}, NvidiaGpuPcieReplaysMetricConfig{}, NvidiaGpuPerformanceStateMetricConfig{}, NvidiaGpuPowerLimitMetricConfig{}, NvidiaGpuPowerLimitBoardMetricConfig{}, NvidiaGpuProcessMemoryUsageMetricConfig{}, NvidiaGpuProcessUtilizationMetricConfig{}, NvidiaGpuProfilingActivityMetricConfig{}, NvidiaGpuProfilingBandwidthMetricConfig{}, NvidiaGpuXidErrorsMetricConfig{}, NvidiaNvmlAvailableMetricConfig{}, NvidiaNvmlInitErrorsMetricConfig{}, ResourceAttributeConfig{}))
 			require.Emptyf(t, diff, "Config mismatch (-expected +actual):\n%s", diff)
 		})
 	}
@@ -580,6 +590,18 @@ func TestNvidiaGpuPowerLimitMetricsConfig_Validate(t *testing.T) {
 	require.ErrorContains(t, cfg.Validate(), "metric nvidia.gpu.power.limit doesn't have an attribute invalid, valid attributes: [nvidia.gpu.power.limit_type]")
 
 	cfg = DefaultMetricsConfig().NvidiaGpuPowerLimit
+	cfg.AggregationStrategy = "invalid"
+	require.ErrorContains(t, cfg.Validate(), "invalid aggregation strategy")
+}
+
+func TestNvidiaGpuPowerLimitBoardMetricsConfig_Validate(t *testing.T) {
+	cfg := DefaultMetricsConfig().NvidiaGpuPowerLimitBoard
+	require.NoError(t, cfg.Validate())
+
+	cfg.EnabledAttributes = []NvidiaGpuPowerLimitBoardMetricAttributeKey{"invalid"}
+	require.ErrorContains(t, cfg.Validate(), "metric nvidia.gpu.power.limit.board doesn't have an attribute invalid, valid attributes: [nvidia.gpu.power.limit_type]")
+
+	cfg = DefaultMetricsConfig().NvidiaGpuPowerLimitBoard
 	cfg.AggregationStrategy = "invalid"
 	require.ErrorContains(t, cfg.Validate(), "invalid aggregation strategy")
 }

@@ -647,6 +647,10 @@ var MetricsInfo = metricsInfo{
 		Name:       "nvidia.gpu.power.limit",
 		Attributes: []string{"nvidia.gpu.power.limit_type"},
 	},
+	NvidiaGpuPowerLimitBoard: metricInfo{
+		Name:       "nvidia.gpu.power.limit.board",
+		Attributes: []string{"nvidia.gpu.power.limit_type"},
+	},
 	NvidiaGpuProcessMemoryUsage: metricInfo{
 		Name: "nvidia.gpu.process.memory.usage",
 	},
@@ -709,6 +713,7 @@ type metricsInfo struct {
 	NvidiaGpuPcieReplays               metricInfo
 	NvidiaGpuPerformanceState          metricInfo
 	NvidiaGpuPowerLimit                metricInfo
+	NvidiaGpuPowerLimitBoard           metricInfo
 	NvidiaGpuProcessMemoryUsage        metricInfo
 	NvidiaGpuProcessUtilization        metricInfo
 	NvidiaGpuProfilingActivity         metricInfo
@@ -1074,7 +1079,7 @@ type metricHwGpuUtilization struct {
 // init fills hw.gpu.utilization metric with initial data.
 func (m *metricHwGpuUtilization) init() {
 	m.data.SetName("hw.gpu.utilization")
-	m.data.SetDescription("Fraction of time the engine was busy, averaged over the collection interval where NVML keeps samples.")
+	m.data.SetDescription("Fraction of time the engine was busy, averaged over the collection interval - from GPM where the GPU has it (Hopper and newer; MIG instances too), from NVML's sample buffer otherwise. Engines the GPU lacks (NVENC on A100/H100/B200) are absent.")
 	m.data.SetUnit("1")
 	m.data.SetEmptyGauge()
 	m.data.Gauge().DataPoints().EnsureCapacity(m.capacity)
@@ -1393,7 +1398,7 @@ type metricHwTemperatureLimit struct {
 // init fills hw.temperature.limit metric with initial data.
 func (m *metricHwTemperatureLimit) init() {
 	m.data.SetName("hw.temperature.limit")
-	m.data.SetDescription("Temperature thresholds of the GPU.")
+	m.data.SetDescription("Temperature thresholds of the GPU. Static; read once per discovery.")
 	m.data.SetUnit("Cel")
 	m.data.SetEmptyGauge()
 	m.data.Gauge().DataPoints().EnsureCapacity(m.capacity)
@@ -2350,7 +2355,7 @@ type metricNvidiaGpuNvlinkErrors struct {
 // init fills nvidia.gpu.nvlink.errors metric with initial data.
 func (m *metricNvidiaGpuNvlinkErrors) init() {
 	m.data.SetName("nvidia.gpu.nvlink.errors")
-	m.data.SetDescription("NVLink error counters per link.")
+	m.data.SetDescription("NVLink data-link error counters, per GPU (summed over links and error types) unless the nvidia.gpu.nvlink.link and nvidia.gpu.nvlink.error.type attributes are enabled.")
 	m.data.SetUnit("{error}")
 	m.data.SetEmptySum()
 	m.data.Sum().SetIsMonotonic(true)
@@ -2444,7 +2449,7 @@ type metricNvidiaGpuNvlinkIo struct {
 // init fills nvidia.gpu.nvlink.io metric with initial data.
 func (m *metricNvidiaGpuNvlinkIo) init() {
 	m.data.SetName("nvidia.gpu.nvlink.io")
-	m.data.SetDescription("Payload bytes moved over each NVLink link.")
+	m.data.SetDescription("Payload bytes moved over NVLink, per GPU (summed over its links) unless the nvidia.gpu.nvlink.link attribute is enabled.")
 	m.data.SetUnit("By")
 	m.data.SetEmptySum()
 	m.data.Sum().SetIsMonotonic(true)
@@ -2538,7 +2543,7 @@ type metricNvidiaGpuNvlinkState struct {
 // init fills nvidia.gpu.nvlink.state metric with initial data.
 func (m *metricNvidiaGpuNvlinkState) init() {
 	m.data.SetName("nvidia.gpu.nvlink.state")
-	m.data.SetDescription("1 if the NVLink link is up, 0 if it is down.")
+	m.data.SetDescription("NVLink links up - per GPU, the number of its links that are active (a drop means a link went down); with the nvidia.gpu.nvlink.link attribute enabled, 1 or 0 per link.")
 	m.data.SetUnit("1")
 	m.data.SetEmptySum()
 	m.data.Sum().SetIsMonotonic(false)
@@ -2939,7 +2944,7 @@ type metricNvidiaGpuPowerLimit struct {
 // init fills nvidia.gpu.power.limit metric with initial data.
 func (m *metricNvidiaGpuPowerLimit) init() {
 	m.data.SetName("nvidia.gpu.power.limit")
-	m.data.SetDescription("Power limit of the GPU board.")
+	m.data.SetDescription("Power limit the driver enforces now (nvidia.gpu.power.limit_type enforced), which an administrator or the driver may change at any time.")
 	m.data.SetUnit("W")
 	m.data.SetEmptyGauge()
 	m.data.Gauge().DataPoints().EnsureCapacity(m.capacity)
@@ -3010,6 +3015,95 @@ func (m *metricNvidiaGpuPowerLimit) emit(metrics pmetric.MetricSlice) {
 
 func newMetricNvidiaGpuPowerLimit(cfg NvidiaGpuPowerLimitMetricConfig) metricNvidiaGpuPowerLimit {
 	m := metricNvidiaGpuPowerLimit{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
+type metricNvidiaGpuPowerLimitBoard struct {
+	data          pmetric.Metric                       // data buffer for generated metric.
+	config        NvidiaGpuPowerLimitBoardMetricConfig // metric config provided by user.
+	capacity      int                                  // max observed number of data points added to the metric.
+	aggDataPoints []float64                            // slice containing number of aggregated datapoints at each index
+}
+
+// init fills nvidia.gpu.power.limit.board metric with initial data.
+func (m *metricNvidiaGpuPowerLimitBoard) init() {
+	m.data.SetName("nvidia.gpu.power.limit.board")
+	m.data.SetDescription("The board's own power limits - default (what the board starts with), min and max (the range an administrator may set the enforced limit within). Static; read once per discovery.")
+	m.data.SetUnit("W")
+	m.data.SetEmptyGauge()
+	m.data.Gauge().DataPoints().EnsureCapacity(m.capacity)
+	m.aggDataPoints = m.aggDataPoints[:0]
+}
+
+func (m *metricNvidiaGpuPowerLimitBoard) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val float64, nvidiaGpuPowerLimitTypeAttributeValue string) {
+	if !m.config.Enabled {
+		return
+	}
+
+	dp := pmetric.NewNumberDataPoint()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	if slices.Contains(m.config.EnabledAttributes, NvidiaGpuPowerLimitBoardMetricAttributeKeyNvidiaGpuPowerLimitType) {
+		dp.Attributes().PutStr("nvidia.gpu.power.limit_type", nvidiaGpuPowerLimitTypeAttributeValue)
+	}
+
+	var s string
+	dps := m.data.Gauge().DataPoints()
+	for i := 0; i < dps.Len(); i++ {
+		dpi := dps.At(i)
+		if dp.Attributes().Equal(dpi.Attributes()) && dp.StartTimestamp() == dpi.StartTimestamp() && dp.Timestamp() == dpi.Timestamp() {
+			switch s = m.config.AggregationStrategy; s {
+			case AggregationStrategySum, AggregationStrategyAvg:
+				dpi.SetDoubleValue(dpi.DoubleValue() + val)
+				m.aggDataPoints[i] += 1
+				return
+			case AggregationStrategyMin:
+				if dpi.DoubleValue() > val {
+					dpi.SetDoubleValue(val)
+				}
+				return
+			case AggregationStrategyMax:
+				if dpi.DoubleValue() < val {
+					dpi.SetDoubleValue(val)
+				}
+				return
+			}
+		}
+	}
+
+	dp.SetDoubleValue(val)
+	m.aggDataPoints = append(m.aggDataPoints, 1)
+	dp.MoveTo(dps.AppendEmpty())
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricNvidiaGpuPowerLimitBoard) updateCapacity() {
+	if m.data.Gauge().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Gauge().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricNvidiaGpuPowerLimitBoard) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Gauge().DataPoints().Len() > 0 {
+		if m.config.AggregationStrategy == AggregationStrategyAvg {
+			for i, aggCount := range m.aggDataPoints {
+				m.data.Gauge().DataPoints().At(i).SetDoubleValue(m.data.Gauge().DataPoints().At(i).DoubleValue() / aggCount)
+			}
+		}
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricNvidiaGpuPowerLimitBoard(cfg NvidiaGpuPowerLimitBoardMetricConfig) metricNvidiaGpuPowerLimitBoard {
+	m := metricNvidiaGpuPowerLimitBoard{config: cfg}
 
 	if cfg.Enabled {
 		m.data = pmetric.NewMetric()
@@ -3169,7 +3263,7 @@ type metricNvidiaGpuProfilingActivity struct {
 // init fills nvidia.gpu.profiling.activity metric with initial data.
 func (m *metricNvidiaGpuProfilingActivity) init() {
 	m.data.SetName("nvidia.gpu.profiling.activity")
-	m.data.SetDescription("Profiling activity over the interval from NVML GPM (Hopper and newer; per MIG instance too). Absent where GPM is not supported.")
+	m.data.SetDescription("Profiling activity over the interval from NVML GPM (Hopper and newer; per MIG instance too). Absent where GPM is not supported. Which activities are reported is set by the receiver's profiling.activities (sm_active, tensor_active and dram_active by default).")
 	m.data.SetUnit("1")
 	m.data.SetEmptyGauge()
 	m.data.Gauge().DataPoints().EnsureCapacity(m.capacity)
@@ -3617,6 +3711,7 @@ type MetricsBuilder struct {
 	metricNvidiaGpuPcieReplays               metricNvidiaGpuPcieReplays
 	metricNvidiaGpuPerformanceState          metricNvidiaGpuPerformanceState
 	metricNvidiaGpuPowerLimit                metricNvidiaGpuPowerLimit
+	metricNvidiaGpuPowerLimitBoard           metricNvidiaGpuPowerLimitBoard
 	metricNvidiaGpuProcessMemoryUsage        metricNvidiaGpuProcessMemoryUsage
 	metricNvidiaGpuProcessUtilization        metricNvidiaGpuProcessUtilization
 	metricNvidiaGpuProfilingActivity         metricNvidiaGpuProfilingActivity
@@ -3682,6 +3777,7 @@ func NewMetricsBuilder(mbc MetricsBuilderConfig, settings receiver.Settings, opt
 		metricNvidiaGpuPcieReplays:               newMetricNvidiaGpuPcieReplays(mbc.Metrics.NvidiaGpuPcieReplays),
 		metricNvidiaGpuPerformanceState:          newMetricNvidiaGpuPerformanceState(mbc.Metrics.NvidiaGpuPerformanceState),
 		metricNvidiaGpuPowerLimit:                newMetricNvidiaGpuPowerLimit(mbc.Metrics.NvidiaGpuPowerLimit),
+		metricNvidiaGpuPowerLimitBoard:           newMetricNvidiaGpuPowerLimitBoard(mbc.Metrics.NvidiaGpuPowerLimitBoard),
 		metricNvidiaGpuProcessMemoryUsage:        newMetricNvidiaGpuProcessMemoryUsage(mbc.Metrics.NvidiaGpuProcessMemoryUsage),
 		metricNvidiaGpuProcessUtilization:        newMetricNvidiaGpuProcessUtilization(mbc.Metrics.NvidiaGpuProcessUtilization),
 		metricNvidiaGpuProfilingActivity:         newMetricNvidiaGpuProfilingActivity(mbc.Metrics.NvidiaGpuProfilingActivity),
@@ -3897,6 +3993,7 @@ func (mb *MetricsBuilder) EmitForResource(options ...ResourceMetricsOption) {
 	mb.metricNvidiaGpuPcieReplays.emit(ils.Metrics())
 	mb.metricNvidiaGpuPerformanceState.emit(ils.Metrics())
 	mb.metricNvidiaGpuPowerLimit.emit(ils.Metrics())
+	mb.metricNvidiaGpuPowerLimitBoard.emit(ils.Metrics())
 	mb.metricNvidiaGpuProcessMemoryUsage.emit(ils.Metrics())
 	mb.metricNvidiaGpuProcessUtilization.emit(ils.Metrics())
 	mb.metricNvidiaGpuProfilingActivity.emit(ils.Metrics())
@@ -4098,6 +4195,11 @@ func (mb *MetricsBuilder) RecordNvidiaGpuPerformanceStateDataPoint(ts pcommon.Ti
 // RecordNvidiaGpuPowerLimitDataPoint adds a data point to nvidia.gpu.power.limit metric.
 func (mb *MetricsBuilder) RecordNvidiaGpuPowerLimitDataPoint(ts pcommon.Timestamp, val float64, nvidiaGpuPowerLimitTypeAttributeValue AttributeNvidiaGpuPowerLimitType) {
 	mb.metricNvidiaGpuPowerLimit.recordDataPoint(mb.startTime, ts, val, nvidiaGpuPowerLimitTypeAttributeValue.String())
+}
+
+// RecordNvidiaGpuPowerLimitBoardDataPoint adds a data point to nvidia.gpu.power.limit.board metric.
+func (mb *MetricsBuilder) RecordNvidiaGpuPowerLimitBoardDataPoint(ts pcommon.Timestamp, val float64, nvidiaGpuPowerLimitTypeAttributeValue AttributeNvidiaGpuPowerLimitType) {
+	mb.metricNvidiaGpuPowerLimitBoard.recordDataPoint(mb.startTime, ts, val, nvidiaGpuPowerLimitTypeAttributeValue.String())
 }
 
 // RecordNvidiaGpuProcessMemoryUsageDataPoint adds a data point to nvidia.gpu.process.memory.usage metric.

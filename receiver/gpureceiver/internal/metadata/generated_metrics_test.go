@@ -82,6 +82,7 @@ func TestMetricsBuilder(t *testing.T) {
 			aggMap["nvidia.gpu.nvlink.io"] = mb.metricNvidiaGpuNvlinkIo.config.AggregationStrategy
 			aggMap["nvidia.gpu.nvlink.state"] = mb.metricNvidiaGpuNvlinkState.config.AggregationStrategy
 			aggMap["nvidia.gpu.power.limit"] = mb.metricNvidiaGpuPowerLimit.config.AggregationStrategy
+			aggMap["nvidia.gpu.power.limit.board"] = mb.metricNvidiaGpuPowerLimitBoard.config.AggregationStrategy
 			aggMap["nvidia.gpu.process.utilization"] = mb.metricNvidiaGpuProcessUtilization.config.AggregationStrategy
 			aggMap["nvidia.gpu.profiling.activity"] = mb.metricNvidiaGpuProfilingActivity.config.AggregationStrategy
 			aggMap["nvidia.gpu.profiling.bandwidth"] = mb.metricNvidiaGpuProfilingBandwidth.config.AggregationStrategy
@@ -137,7 +138,7 @@ func TestMetricsBuilder(t *testing.T) {
 			if tt.name == "reaggregate_set" {
 				mb.RecordHwTemperatureDataPoint(ts, 3, AttributeHwSensorLocationMemory)
 			}
-			defaultMetricsCount++
+
 			allMetricsCount++
 			mb.RecordHwTemperatureLimitDataPoint(ts, 1, AttributeHwSensorLocationGpu, AttributeHwLimitTypeThrottled)
 			if tt.name == "reaggregate_set" {
@@ -155,7 +156,7 @@ func TestMetricsBuilder(t *testing.T) {
 			if tt.name == "reaggregate_set" {
 				mb.RecordNvidiaGpuClockEventActiveDataPoint(ts, 3, AttributeNvidiaGpuClockEventReasonApplicationsClocksSetting)
 			}
-			defaultMetricsCount++
+
 			allMetricsCount++
 			mb.RecordNvidiaGpuClockEventDurationDataPoint(ts, 1, AttributeNvidiaGpuClockEventCausePower)
 			if tt.name == "reaggregate_set" {
@@ -176,13 +177,13 @@ func TestMetricsBuilder(t *testing.T) {
 			defaultMetricsCount++
 			allMetricsCount++
 			mb.RecordNvidiaGpuMemoryRemapPendingDataPoint(ts, 1)
-			defaultMetricsCount++
+
 			allMetricsCount++
 			mb.RecordNvidiaGpuMemoryRemappedRowsDataPoint(ts, 1, AttributeErrorTypeCorrected)
 			if tt.name == "reaggregate_set" {
 				mb.RecordNvidiaGpuMemoryRemappedRowsDataPoint(ts, 3, AttributeErrorTypeUncorrected)
 			}
-			defaultMetricsCount++
+
 			allMetricsCount++
 			mb.RecordNvidiaGpuMemoryReservedDataPoint(ts, 1)
 			defaultMetricsCount++
@@ -215,22 +216,22 @@ func TestMetricsBuilder(t *testing.T) {
 			if tt.name == "reaggregate_set" {
 				mb.RecordNvidiaGpuNvlinkStateDataPoint(ts, 3, 23)
 			}
-			defaultMetricsCount++
+
 			allMetricsCount++
 			mb.RecordNvidiaGpuPcieLinkGenerationDataPoint(ts, 1)
-			defaultMetricsCount++
+
 			allMetricsCount++
 			mb.RecordNvidiaGpuPcieLinkGenerationMaxDataPoint(ts, 1)
-			defaultMetricsCount++
+
 			allMetricsCount++
 			mb.RecordNvidiaGpuPcieLinkWidthDataPoint(ts, 1)
-			defaultMetricsCount++
+
 			allMetricsCount++
 			mb.RecordNvidiaGpuPcieLinkWidthMaxDataPoint(ts, 1)
 			defaultMetricsCount++
 			allMetricsCount++
 			mb.RecordNvidiaGpuPcieReplaysDataPoint(ts, 1)
-			defaultMetricsCount++
+
 			allMetricsCount++
 			mb.RecordNvidiaGpuPerformanceStateDataPoint(ts, 1)
 			defaultMetricsCount++
@@ -238,6 +239,12 @@ func TestMetricsBuilder(t *testing.T) {
 			mb.RecordNvidiaGpuPowerLimitDataPoint(ts, 1, AttributeNvidiaGpuPowerLimitTypeEnforced)
 			if tt.name == "reaggregate_set" {
 				mb.RecordNvidiaGpuPowerLimitDataPoint(ts, 3, AttributeNvidiaGpuPowerLimitTypeDefault)
+			}
+
+			allMetricsCount++
+			mb.RecordNvidiaGpuPowerLimitBoardDataPoint(ts, 1, AttributeNvidiaGpuPowerLimitTypeEnforced)
+			if tt.name == "reaggregate_set" {
+				mb.RecordNvidiaGpuPowerLimitBoardDataPoint(ts, 3, AttributeNvidiaGpuPowerLimitTypeDefault)
 			}
 			defaultMetricsCount++
 			allMetricsCount++
@@ -254,7 +261,7 @@ func TestMetricsBuilder(t *testing.T) {
 			if tt.name == "reaggregate_set" {
 				mb.RecordNvidiaGpuProfilingActivityDataPoint(ts, 3, AttributeNvidiaGpuProfilingMetricSmActive)
 			}
-			defaultMetricsCount++
+
 			allMetricsCount++
 			mb.RecordNvidiaGpuProfilingBandwidthDataPoint(ts, 1, AttributeNvidiaGpuInterconnectPcie, AttributeNetworkIoDirectionTransmit)
 			if tt.name == "reaggregate_set" {
@@ -312,6 +319,7 @@ func TestMetricsBuilder(t *testing.T) {
 				assert.Empty(t, mb.metricNvidiaGpuNvlinkIo.aggDataPoints)
 				assert.Empty(t, mb.metricNvidiaGpuNvlinkState.aggDataPoints)
 				assert.Empty(t, mb.metricNvidiaGpuPowerLimit.aggDataPoints)
+				assert.Empty(t, mb.metricNvidiaGpuPowerLimitBoard.aggDataPoints)
 				assert.Empty(t, mb.metricNvidiaGpuProcessUtilization.aggDataPoints)
 				assert.Empty(t, mb.metricNvidiaGpuProfilingActivity.aggDataPoints)
 				assert.Empty(t, mb.metricNvidiaGpuProfilingBandwidth.aggDataPoints)
@@ -485,7 +493,7 @@ func TestMetricsBuilder(t *testing.T) {
 						validatedMetrics["hw.gpu.utilization"] = true
 						assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
 						assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
-						assert.Equal(t, "Fraction of time the engine was busy, averaged over the collection interval where NVML keeps samples.", mi.Description())
+						assert.Equal(t, "Fraction of time the engine was busy, averaged over the collection interval - from GPM where the GPU has it (Hopper and newer; MIG instances too), from NVML's sample buffer otherwise. Engines the GPU lacks (NVENC on A100/H100/B200) are absent.", mi.Description())
 						assert.Equal(t, "1", mi.Unit())
 						dp := mi.Gauge().DataPoints().At(0)
 						assert.Equal(t, start, dp.StartTimestamp())
@@ -500,7 +508,7 @@ func TestMetricsBuilder(t *testing.T) {
 						validatedMetrics["hw.gpu.utilization"] = true
 						assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
 						assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
-						assert.Equal(t, "Fraction of time the engine was busy, averaged over the collection interval where NVML keeps samples.", mi.Description())
+						assert.Equal(t, "Fraction of time the engine was busy, averaged over the collection interval - from GPM where the GPU has it (Hopper and newer; MIG instances too), from NVML's sample buffer otherwise. Engines the GPU lacks (NVENC on A100/H100/B200) are absent.", mi.Description())
 						assert.Equal(t, "1", mi.Unit())
 						dp := mi.Gauge().DataPoints().At(0)
 						assert.Equal(t, start, dp.StartTimestamp())
@@ -621,7 +629,7 @@ func TestMetricsBuilder(t *testing.T) {
 						validatedMetrics["hw.temperature.limit"] = true
 						assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
 						assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
-						assert.Equal(t, "Temperature thresholds of the GPU.", mi.Description())
+						assert.Equal(t, "Temperature thresholds of the GPU. Static; read once per discovery.", mi.Description())
 						assert.Equal(t, "Cel", mi.Unit())
 						dp := mi.Gauge().DataPoints().At(0)
 						assert.Equal(t, start, dp.StartTimestamp())
@@ -639,7 +647,7 @@ func TestMetricsBuilder(t *testing.T) {
 						validatedMetrics["hw.temperature.limit"] = true
 						assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
 						assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
-						assert.Equal(t, "Temperature thresholds of the GPU.", mi.Description())
+						assert.Equal(t, "Temperature thresholds of the GPU. Static; read once per discovery.", mi.Description())
 						assert.Equal(t, "Cel", mi.Unit())
 						dp := mi.Gauge().DataPoints().At(0)
 						assert.Equal(t, start, dp.StartTimestamp())
@@ -990,7 +998,7 @@ func TestMetricsBuilder(t *testing.T) {
 						validatedMetrics["nvidia.gpu.nvlink.errors"] = true
 						assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
 						assert.Equal(t, 1, mi.Sum().DataPoints().Len())
-						assert.Equal(t, "NVLink error counters per link.", mi.Description())
+						assert.Equal(t, "NVLink data-link error counters, per GPU (summed over links and error types) unless the nvidia.gpu.nvlink.link and nvidia.gpu.nvlink.error.type attributes are enabled.", mi.Description())
 						assert.Equal(t, "{error}", mi.Unit())
 						assert.True(t, mi.Sum().IsMonotonic())
 						assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
@@ -999,18 +1007,12 @@ func TestMetricsBuilder(t *testing.T) {
 						assert.Equal(t, ts, dp.Timestamp())
 						assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
 						assert.Equal(t, int64(1), dp.IntValue())
-						nvidiaGpuNvlinkLinkAttrVal, ok := dp.Attributes().Get("nvidia.gpu.nvlink.link")
-						assert.True(t, ok)
-						assert.EqualValues(t, 22, nvidiaGpuNvlinkLinkAttrVal.Int())
-						nvidiaGpuNvlinkErrorTypeAttrVal, ok := dp.Attributes().Get("nvidia.gpu.nvlink.error.type")
-						assert.True(t, ok)
-						assert.Equal(t, "crc", nvidiaGpuNvlinkErrorTypeAttrVal.Str())
 					} else {
 						assert.False(t, validatedMetrics["nvidia.gpu.nvlink.errors"], "Found a duplicate in the metrics slice: nvidia.gpu.nvlink.errors")
 						validatedMetrics["nvidia.gpu.nvlink.errors"] = true
 						assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
 						assert.Equal(t, 1, mi.Sum().DataPoints().Len())
-						assert.Equal(t, "NVLink error counters per link.", mi.Description())
+						assert.Equal(t, "NVLink data-link error counters, per GPU (summed over links and error types) unless the nvidia.gpu.nvlink.link and nvidia.gpu.nvlink.error.type attributes are enabled.", mi.Description())
 						assert.Equal(t, "{error}", mi.Unit())
 						assert.True(t, mi.Sum().IsMonotonic())
 						assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
@@ -1039,7 +1041,7 @@ func TestMetricsBuilder(t *testing.T) {
 						validatedMetrics["nvidia.gpu.nvlink.io"] = true
 						assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
 						assert.Equal(t, 1, mi.Sum().DataPoints().Len())
-						assert.Equal(t, "Payload bytes moved over each NVLink link.", mi.Description())
+						assert.Equal(t, "Payload bytes moved over NVLink, per GPU (summed over its links) unless the nvidia.gpu.nvlink.link attribute is enabled.", mi.Description())
 						assert.Equal(t, "By", mi.Unit())
 						assert.True(t, mi.Sum().IsMonotonic())
 						assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
@@ -1048,9 +1050,6 @@ func TestMetricsBuilder(t *testing.T) {
 						assert.Equal(t, ts, dp.Timestamp())
 						assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
 						assert.Equal(t, int64(1), dp.IntValue())
-						nvidiaGpuNvlinkLinkAttrVal, ok := dp.Attributes().Get("nvidia.gpu.nvlink.link")
-						assert.True(t, ok)
-						assert.EqualValues(t, 22, nvidiaGpuNvlinkLinkAttrVal.Int())
 						networkIoDirectionAttrVal, ok := dp.Attributes().Get("network.io.direction")
 						assert.True(t, ok)
 						assert.Equal(t, "transmit", networkIoDirectionAttrVal.Str())
@@ -1059,7 +1058,7 @@ func TestMetricsBuilder(t *testing.T) {
 						validatedMetrics["nvidia.gpu.nvlink.io"] = true
 						assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
 						assert.Equal(t, 1, mi.Sum().DataPoints().Len())
-						assert.Equal(t, "Payload bytes moved over each NVLink link.", mi.Description())
+						assert.Equal(t, "Payload bytes moved over NVLink, per GPU (summed over its links) unless the nvidia.gpu.nvlink.link attribute is enabled.", mi.Description())
 						assert.Equal(t, "By", mi.Unit())
 						assert.True(t, mi.Sum().IsMonotonic())
 						assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
@@ -1088,7 +1087,7 @@ func TestMetricsBuilder(t *testing.T) {
 						validatedMetrics["nvidia.gpu.nvlink.state"] = true
 						assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
 						assert.Equal(t, 1, mi.Sum().DataPoints().Len())
-						assert.Equal(t, "1 if the NVLink link is up, 0 if it is down.", mi.Description())
+						assert.Equal(t, "NVLink links up - per GPU, the number of its links that are active (a drop means a link went down); with the nvidia.gpu.nvlink.link attribute enabled, 1 or 0 per link.", mi.Description())
 						assert.Equal(t, "1", mi.Unit())
 						assert.False(t, mi.Sum().IsMonotonic())
 						assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
@@ -1097,15 +1096,12 @@ func TestMetricsBuilder(t *testing.T) {
 						assert.Equal(t, ts, dp.Timestamp())
 						assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
 						assert.Equal(t, int64(1), dp.IntValue())
-						nvidiaGpuNvlinkLinkAttrVal, ok := dp.Attributes().Get("nvidia.gpu.nvlink.link")
-						assert.True(t, ok)
-						assert.EqualValues(t, 22, nvidiaGpuNvlinkLinkAttrVal.Int())
 					} else {
 						assert.False(t, validatedMetrics["nvidia.gpu.nvlink.state"], "Found a duplicate in the metrics slice: nvidia.gpu.nvlink.state")
 						validatedMetrics["nvidia.gpu.nvlink.state"] = true
 						assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
 						assert.Equal(t, 1, mi.Sum().DataPoints().Len())
-						assert.Equal(t, "1 if the NVLink link is up, 0 if it is down.", mi.Description())
+						assert.Equal(t, "NVLink links up - per GPU, the number of its links that are active (a drop means a link went down); with the nvidia.gpu.nvlink.link attribute enabled, 1 or 0 per link.", mi.Description())
 						assert.Equal(t, "1", mi.Unit())
 						assert.False(t, mi.Sum().IsMonotonic())
 						assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
@@ -1214,7 +1210,7 @@ func TestMetricsBuilder(t *testing.T) {
 						validatedMetrics["nvidia.gpu.power.limit"] = true
 						assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
 						assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
-						assert.Equal(t, "Power limit of the GPU board.", mi.Description())
+						assert.Equal(t, "Power limit the driver enforces now (nvidia.gpu.power.limit_type enforced), which an administrator or the driver may change at any time.", mi.Description())
 						assert.Equal(t, "W", mi.Unit())
 						dp := mi.Gauge().DataPoints().At(0)
 						assert.Equal(t, start, dp.StartTimestamp())
@@ -1229,13 +1225,53 @@ func TestMetricsBuilder(t *testing.T) {
 						validatedMetrics["nvidia.gpu.power.limit"] = true
 						assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
 						assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
-						assert.Equal(t, "Power limit of the GPU board.", mi.Description())
+						assert.Equal(t, "Power limit the driver enforces now (nvidia.gpu.power.limit_type enforced), which an administrator or the driver may change at any time.", mi.Description())
 						assert.Equal(t, "W", mi.Unit())
 						dp := mi.Gauge().DataPoints().At(0)
 						assert.Equal(t, start, dp.StartTimestamp())
 						assert.Equal(t, ts, dp.Timestamp())
 						assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
 						switch aggMap["nvidia.gpu.power.limit"] {
+						case "sum":
+							assert.InDelta(t, float64(4), dp.DoubleValue(), 0.01)
+						case "avg":
+							assert.InDelta(t, float64(2), dp.DoubleValue(), 0.01)
+						case "min":
+							assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
+						case "max":
+							assert.InDelta(t, float64(3), dp.DoubleValue(), 0.01)
+						}
+						_, ok := dp.Attributes().Get("nvidia.gpu.power.limit_type")
+						assert.False(t, ok)
+					}
+				case "nvidia.gpu.power.limit.board":
+					if tt.name != "reaggregate_set" {
+						assert.False(t, validatedMetrics["nvidia.gpu.power.limit.board"], "Found a duplicate in the metrics slice: nvidia.gpu.power.limit.board")
+						validatedMetrics["nvidia.gpu.power.limit.board"] = true
+						assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
+						assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
+						assert.Equal(t, "The board's own power limits - default (what the board starts with), min and max (the range an administrator may set the enforced limit within). Static; read once per discovery.", mi.Description())
+						assert.Equal(t, "W", mi.Unit())
+						dp := mi.Gauge().DataPoints().At(0)
+						assert.Equal(t, start, dp.StartTimestamp())
+						assert.Equal(t, ts, dp.Timestamp())
+						assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
+						assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
+						nvidiaGpuPowerLimitTypeAttrVal, ok := dp.Attributes().Get("nvidia.gpu.power.limit_type")
+						assert.True(t, ok)
+						assert.Equal(t, "enforced", nvidiaGpuPowerLimitTypeAttrVal.Str())
+					} else {
+						assert.False(t, validatedMetrics["nvidia.gpu.power.limit.board"], "Found a duplicate in the metrics slice: nvidia.gpu.power.limit.board")
+						validatedMetrics["nvidia.gpu.power.limit.board"] = true
+						assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
+						assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
+						assert.Equal(t, "The board's own power limits - default (what the board starts with), min and max (the range an administrator may set the enforced limit within). Static; read once per discovery.", mi.Description())
+						assert.Equal(t, "W", mi.Unit())
+						dp := mi.Gauge().DataPoints().At(0)
+						assert.Equal(t, start, dp.StartTimestamp())
+						assert.Equal(t, ts, dp.Timestamp())
+						assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
+						switch aggMap["nvidia.gpu.power.limit.board"] {
 						case "sum":
 							assert.InDelta(t, float64(4), dp.DoubleValue(), 0.01)
 						case "avg":
@@ -1308,7 +1344,7 @@ func TestMetricsBuilder(t *testing.T) {
 						validatedMetrics["nvidia.gpu.profiling.activity"] = true
 						assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
 						assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
-						assert.Equal(t, "Profiling activity over the interval from NVML GPM (Hopper and newer; per MIG instance too). Absent where GPM is not supported.", mi.Description())
+						assert.Equal(t, "Profiling activity over the interval from NVML GPM (Hopper and newer; per MIG instance too). Absent where GPM is not supported. Which activities are reported is set by the receiver's profiling.activities (sm_active, tensor_active and dram_active by default).", mi.Description())
 						assert.Equal(t, "1", mi.Unit())
 						dp := mi.Gauge().DataPoints().At(0)
 						assert.Equal(t, start, dp.StartTimestamp())
@@ -1323,7 +1359,7 @@ func TestMetricsBuilder(t *testing.T) {
 						validatedMetrics["nvidia.gpu.profiling.activity"] = true
 						assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
 						assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
-						assert.Equal(t, "Profiling activity over the interval from NVML GPM (Hopper and newer; per MIG instance too). Absent where GPM is not supported.", mi.Description())
+						assert.Equal(t, "Profiling activity over the interval from NVML GPM (Hopper and newer; per MIG instance too). Absent where GPM is not supported. Which activities are reported is set by the receiver's profiling.activities (sm_active, tensor_active and dram_active by default).", mi.Description())
 						assert.Equal(t, "1", mi.Unit())
 						dp := mi.Gauge().DataPoints().At(0)
 						assert.Equal(t, start, dp.StartTimestamp())
