@@ -448,3 +448,13 @@ func TestDRAClaimHoldsItsGPUs(t *testing.T) {
 	assert.Equal(t, 3.0, point(t, host, "nvidia.gpu.devices.allocated", "nvidia.gpu.resource_name", "gpu.nvidia.com"))
 	assert.Equal(t, 5.0, point(t, host, "nvidia.gpu.devices.allocatable", "nvidia.gpu.resource_name", "gpu.nvidia.com"))
 }
+
+// TestREADMEPlatformTableNamesEveryFixture keeps the README's platform table and the
+// fixtures in step: each fixture backs a row.
+func TestREADMEPlatformTableNamesEveryFixture(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	require.NoError(t, err)
+	for name := range loadPlatforms(t) {
+		assert.Contains(t, string(readme), "`"+name+"`", "README.md's platform table has no row for testdata/platforms/%s.yaml", name)
+	}
+}
