@@ -59,7 +59,10 @@ func idRange(first nvml.GpmMetricId, n int) []nvml.GpmMetricId {
 	return out
 }
 
-const mebibyte = 1024 * 1024
+const (
+	mebibyte         = 1024 * 1024
+	callGpmSampleGet = "nvmlGpmSampleGet"
+)
 
 // gpmNoMIG is the gpuInstance argument for a whole GPU.
 const gpmNoMIG = -1
@@ -251,17 +254,6 @@ func mean(xs []float64) (float64, bool) {
 	return sum / float64(len(xs)), true
 }
 
-// Forget releases the samples kept for a GPU (it was lost or removed).
-func (g *nvmlGPM) Forget(dev nvml.Device) {
-	for key, p := range g.samples {
-		if key.dev == dev {
-			p.prev.Free()
-			p.cur.Free()
-			delete(g.samples, key)
-		}
-	}
-}
-
 // ForgetInstance releases the samples kept for one MIG GPU instance (it was destroyed).
 func (g *nvmlGPM) ForgetInstance(dev nvml.Device, gpuInstance int) {
 	key := gpmTarget{dev: dev, gpuInstance: gpuInstance}
@@ -283,11 +275,11 @@ func (g *nvmlGPM) Close() {
 
 // readGPM samples the whole GPU once per scrape, for its utilization and profiling.
 func (r *deviceRead) readGPM() {
-	if r.gone || !r.dev.static.gpmSupported || !r.gpm.wanted() {
+	if r.skip(callGpmSampleGet) || !r.dev.static.gpmSupported || !r.gpm.wanted() {
 		return
 	}
 	v, ok, ret := r.gpm.Read(r.dev.handle, gpmNoMIG)
-	if r.ok("nvmlGpmSampleGet", ret) && ok {
+	if r.ok(callGpmSampleGet, ret) && ok {
 		r.gpmValues = &v
 	}
 }

@@ -105,7 +105,7 @@ func (r *deviceRead) recordMIG() map[uint32]*migInstance {
 		r.mb.RecordHwGpuMemoryLimitDataPoint(r.now, int64(mem.Total))
 		r.mb.RecordHwGpuMemoryUsageDataPoint(r.now, int64(mem.Used))
 		r.mb.RecordNvidiaGpuMemoryFreeDataPoint(r.now, int64(mem.Free))
-		if r.dev.static.gpmSupported {
+		if r.dev.static.gpmSupported && !r.skip(callGpmMigSampleGet) {
 			v, ok, ret := r.gpm.Read(r.dev.handle, mi.gpuInstance)
 			if r.ok(callGpmMigSampleGet, ret) && ok {
 				if x, has := v.activity[nvml.GPM_METRIC_GRAPHICS_UTIL]; has && r.metrics.HwGpuUtilization.Enabled {
