@@ -25,6 +25,7 @@ generated=(
   rules/gpu-alerts.yaml
   rules/gpu-recording.yaml
   deploy/kubernetes/kube-prometheus-stack
+  internal/gpuschema/receiver_generated.go
 )
 before=$(mktemp -d)
 trap 'rm -rf "$before"' EXIT

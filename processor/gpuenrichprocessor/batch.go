@@ -3,35 +3,36 @@ package gpuenrichprocessor // import "github.com/otelcol-gpu/otelcol-gpu/process
 import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
+
+	"github.com/otelcol-gpu/otelcol-gpu/internal/gpuschema"
 )
 
-// What the processor reads from the gpu receiver's output: resource attributes and
-// metric names of the receiver's contract (receiver/gpureceiver/metadata.yaml).
+// What the processor reads from the gpu receiver's output, named by the receiver's
+// contract (internal/gpuschema, generated from receiver/gpureceiver/metadata.yaml).
 const (
-	attrHwID      = "hw.id"
-	attrHwParent  = "hw.parent"
-	attrGPUIndex  = "nvidia.gpu.index"
-	attrGPUMinor  = "nvidia.gpu.minor_number"
-	attrMigUUID   = "nvidia.mig.uuid"
-	attrMigGI     = "nvidia.mig.gpu_instance_id"
-	attrMigIndex  = "nvidia.mig.index"
-	attrMigProf   = "nvidia.mig.profile"
-	attrPID       = "process.pid"
-	attrHostName  = "host.name"
-	attrTask      = "hw.gpu.task"
-	attrEngine    = "nvidia.gpu.engine"
-	attrReason    = "nvidia.gpu.clock_event.reason"
-	attrProfMetic = "nvidia.gpu.profiling.metric"
+	attrHwID      = gpuschema.ResourceHwID
+	attrHwParent  = gpuschema.ResourceHwParent
+	attrGPUIndex  = gpuschema.ResourceNvidiaGpuIndex
+	attrGPUMinor  = gpuschema.ResourceNvidiaGpuMinorNumber
+	attrMigUUID   = gpuschema.ResourceNvidiaMigUUID
+	attrMigGI     = gpuschema.ResourceNvidiaMigGpuInstanceID
+	attrMigProf   = gpuschema.ResourceNvidiaMigProfile
+	attrPID       = gpuschema.ResourceProcessPID
+	attrHostName  = gpuschema.ResourceHostName
+	attrTask      = gpuschema.AttrHwGpuTask
+	attrEngine    = gpuschema.AttrNvidiaGpuEngine
+	attrReason    = gpuschema.AttrNvidiaGpuClockEventReason
+	attrProfMetic = gpuschema.AttrNvidiaGpuProfilingMetric
 
-	metricUtilization   = "hw.gpu.utilization"
-	metricMemoryUsage   = "hw.gpu.memory.usage"
-	metricMemoryLimit   = "hw.gpu.memory.limit"
-	metricEnergy        = "hw.energy"
-	metricMemCopy       = "nvidia.gpu.memory_copy.utilization"
-	metricClockEvent    = "nvidia.gpu.clock_event.active"
-	metricProfiling     = "nvidia.gpu.profiling.activity"
-	metricProcessMemory = "nvidia.gpu.process.memory.usage"
-	metricProcessUtil   = "nvidia.gpu.process.utilization"
+	metricUtilization   = gpuschema.MetricHwGpuUtilization
+	metricMemoryUsage   = gpuschema.MetricHwGpuMemoryUsage
+	metricMemoryLimit   = gpuschema.MetricHwGpuMemoryLimit
+	metricEnergy        = gpuschema.MetricHwEnergy
+	metricMemCopy       = gpuschema.MetricNvidiaGpuMemoryCopyUtilization
+	metricClockEvent    = gpuschema.MetricNvidiaGpuClockEventActive
+	metricProfiling     = gpuschema.MetricNvidiaGpuProfilingActivity
+	metricProcessMemory = gpuschema.MetricNvidiaGpuProcessMemoryUsage
+	metricProcessUtil   = gpuschema.MetricNvidiaGpuProcessUtilization
 )
 
 // gpuView is what the processor needs from one GPU's or MIG instance's resource.
@@ -44,7 +45,7 @@ type gpuView struct {
 	// Identity numbers device plugins and DRA drivers name devices by; -1 when absent.
 	index, minor     int64
 	parent           string // a MIG instance's GPU
-	migIndex, migGI  int64
+	migGI            int64
 	migProfile       string
 	hasIndex, hasMin bool
 
@@ -118,7 +119,6 @@ func readIdentity(attrs pcommon.Map, g *gpuView) {
 	}
 	g.index, g.hasIndex = intAttr(attrGPUIndex)
 	g.minor, g.hasMin = intAttr(attrGPUMinor)
-	g.migIndex, _ = intAttr(attrMigIndex)
 	g.migGI, _ = intAttr(attrMigGI)
 	if v, ok := attrs.Get(attrHwParent); ok {
 		g.parent = v.AsString()
@@ -172,7 +172,7 @@ func readGPU(rm pmetric.ResourceMetrics, g *gpuView) {
 		v := value(dp)
 		switch name {
 		case metricUtilization:
-			if attr(dp, attrTask) == "general" {
+			if attr(dp, attrTask) == gpuschema.HwGpuTaskGeneral {
 				g.util, g.hasUtil = v, true
 			}
 		case metricMemoryUsage:
@@ -187,9 +187,9 @@ func readGPU(rm pmetric.ResourceMetrics, g *gpuView) {
 			g.clockEvents[attr(dp, attrReason)] = v == 1
 		case metricProfiling:
 			switch attr(dp, attrProfMetic) {
-			case "sm_active":
+			case gpuschema.NvidiaGpuProfilingMetricSmActive:
 				g.smActive, g.hasSM = v, true
-			case "dram_active":
+			case gpuschema.NvidiaGpuProfilingMetricDramActive:
 				g.dramActive, g.hasDRAM = v, true
 			}
 		}
@@ -202,7 +202,7 @@ func readProcess(rm pmetric.ResourceMetrics, p *processView) {
 		case metricProcessMemory:
 			p.mem, p.hasMem = value(dp), true
 		case metricProcessUtil:
-			if attr(dp, attrEngine) == "sm" {
+			if attr(dp, attrEngine) == gpuschema.NvidiaGpuEngineSm {
 				p.sm, p.hasSM = value(dp), true
 			}
 		}

@@ -3,6 +3,8 @@ package gpuenrichprocessor // import "github.com/otelcol-gpu/otelcol-gpu/process
 import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 
+	"github.com/otelcol-gpu/otelcol-gpu/internal/gpuschema"
+
 	"github.com/otelcol-gpu/otelcol-gpu/processor/gpuenrichprocessor/internal/metadata"
 	"github.com/otelcol-gpu/otelcol-gpu/processor/gpuenrichprocessor/internal/tracking"
 )
@@ -74,9 +76,9 @@ func asInt(on bool) int64 {
 // applications_clocks_setting are not throttling: the clocks are low because there is no
 // work, or because an administrator asked for them.
 var throttleCauses = map[string][]string{
-	"thermal": {"sw_thermal_slowdown", "hw_thermal_slowdown"},
-	"power":   {"sw_power_cap", "hw_power_brake"},
-	"other":   {"hw_slowdown", "sync_boost"},
+	"thermal": {gpuschema.NvidiaGpuClockEventReasonSwThermalSlowdown, gpuschema.NvidiaGpuClockEventReasonHwThermalSlowdown},
+	"power":   {gpuschema.NvidiaGpuClockEventReasonSwPowerCap, gpuschema.NvidiaGpuClockEventReasonHwPowerBrake},
+	"other":   {gpuschema.NvidiaGpuClockEventReasonHwSlowdown, gpuschema.NvidiaGpuClockEventReasonSyncBoost},
 }
 
 // throttled returns, per cause class, whether any of its reasons is active. ok is false

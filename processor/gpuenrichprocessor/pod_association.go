@@ -52,7 +52,10 @@ func (p *gpuEnrichProcessor) resolveAllocation(snap *podresources.Snapshot, b *b
 	var inv allocation.Inventory
 	for _, g := range b.gpus {
 		if g.mig {
-			inv.MIGs = append(inv.MIGs, allocation.MIG{UUID: g.uuid, Parent: g.parent, Index: int(g.migIndex), GPUInstanceID: int(g.migGI), Profile: g.migProfile})
+			// The receiver does not report a MIG device's enumeration index: index-strategy
+			// MIG IDs ("<gpu>:<mig>"), which NVIDIA's plugin never hands the kubelet, stay
+			// unmapped.
+			inv.MIGs = append(inv.MIGs, allocation.MIG{UUID: g.uuid, Parent: g.parent, Index: -1, GPUInstanceID: int(g.migGI), Profile: g.migProfile})
 		} else {
 			inv.GPUs = append(inv.GPUs, allocation.GPU{UUID: g.uuid, Index: int(g.index), Minor: int(g.minor)})
 		}
