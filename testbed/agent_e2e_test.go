@@ -26,11 +26,13 @@ type agentNode struct {
 	walDir string
 	// sets are extra --set overrides.
 	sets []string
+	// env is extra environment (e.g. KUBECONFIG for k8s_attributes).
+	env []string
 }
 
 // startAgent runs the shipped configs/agent.yaml with the GPU backend switched to the
 // simulator, remote-writing into prom. k8s_attributes is left out of the pipeline: it needs
-// a Kubernetes API server, which the testbed does not have.
+// a Kubernetes API server (k8sattributes_e2e_test.go puts it back with one).
 func startAgent(t *testing.T, p *prom.Server, host, system, scenario string) {
 	t.Helper()
 	startAgentOn(t, p, host, system, scenario, agentNode{})
@@ -62,6 +64,7 @@ func startAgentOn(t *testing.T, p *prom.Server, host, system, scenario string, n
 		"OTELCOL_GPU_HEALTH_ENDPOINT=" + health,
 		fmt.Sprintf("OTELCOL_GPU_TELEMETRY_PORT=%d", proc.FreePort(t)),
 	}
+	env = append(env, node.env...)
 	configs := []string{filepath.Join(proc.RepoRoot(), "configs", "agent.yaml")}
 	for _, o := range node.overlays {
 		configs = append(configs, filepath.Join(proc.RepoRoot(), "configs", o))

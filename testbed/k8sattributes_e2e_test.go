@@ -1,0 +1,384 @@
+//go:build e2e
+
+package testbed
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/otelcol-gpu/otelcol-gpu/internal/fakekubelet"
+	"github.com/otelcol-gpu/otelcol-gpu/testbed/internal/proc"
+	"github.com/otelcol-gpu/otelcol-gpu/testbed/internal/prom"
+	"github.com/otelcol-gpu/otelcol-gpu/testbed/kubeapi"
+)
+
+// now deletes a pod at once, as the kubelet confirms a pod's end: with no kubelet, a
+// graceful deletion would leave the pod in the API server, marked, for good.
+var now = metav1.DeleteOptions{GracePeriodSeconds: new(int64)}
+
+// k8sNode is the node the k8s_attributes tests run the agent on: its pods exist in the
+// API server (with owners and labels) and in the fake kubelet (with GPUs).
+const k8sNode = "gpu-node-1"
+
+// k8sPod is one workload pod on the node: its owner as the API server holds it, its
+// app label, and the GPU (index) the kubelet assigned to it.
+type k8sPod struct {
+	namespace, name string
+	ownerKind       string // ReplicaSet, StatefulSet or Job
+	ownerName       string
+	labels          map[string]string
+	gpu             int
+}
+
+var k8sPods = []k8sPod{
+	// A Deployment's pod: k8s_attributes names the Deployment from the ReplicaSet's name
+	// and the pod-template-hash label, as the Deployment controller makes them.
+	{"ml", "trainer-5d8f7c9b4f-x2x7k", "ReplicaSet", "trainer-5d8f7c9b4f",
+		map[string]string{"app.kubernetes.io/name": "trainer", "pod-template-hash": "5d8f7c9b4f"}, 0},
+	{"ml", "ranks-0", "StatefulSet", "ranks", map[string]string{"app.kubernetes.io/name": "ranks"}, 1},
+	{"batch", "eval-q8k2p", "Job", "eval", map[string]string{"app.kubernetes.io/name": "eval"}, 2},
+	// Deleted from the API server during the test; the kubelet keeps reporting it.
+	{"ml", "scratch", "", "", map[string]string{"app.kubernetes.io/name": "scratch"}, 3},
+}
+
+// startK8sAgent runs the shipped agent on the node with k8s_attributes in its pipeline,
+// reaching the API server as the shipped agent ServiceAccount (deploy/kubernetes/base RBAC
+// applied): only the API endpoint and the credentials differ from a pod's, a kubeconfig in
+// place of the in-cluster token. extraSets go after those (e.g. the delete grace period).
+func startK8sAgent(t *testing.T, p *prom.Server, s *kubeapi.Server, host string, extraSets ...string) *proc.Process {
+	t.Helper()
+	uuids := simulatedUUIDs(t, "dgxh100")
+	kubeconfig := s.WriteKubeconfig(t, s.Token(t, "otelcol-gpu", "otelcol-gpu-agent"), "otelcol-gpu")
+	node := k8sFakeNode(t, uuids)
+	node.sets = append([]string{
+		"processors::k8s_attributes::auth_type=kubeConfig",
+		"service::pipelines::metrics::processors=[memory_limiter,gpu_enrich,k8s_attributes,batch]",
+	}, extraSets...)
+	node.env = []string{"KUBECONFIG=" + kubeconfig, "K8S_NODE_NAME=" + k8sNode}
+	return startAgentOn(t, p, host, "dgxh100", "steady-training", node)
+}
+
+// k8sFakeNode serves k8sPods from a fake kubelet, each with its GPU.
+func k8sFakeNode(t *testing.T, uuids []string) agentNode {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "k8snode") // short: unix socket paths are limited
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	var pods []fakekubelet.Pod
+	for _, p := range k8sPods {
+		pods = append(pods, fakekubelet.Pod{Namespace: p.namespace, Name: p.name, Containers: []fakekubelet.Container{
+			{Name: "main", Devices: []fakekubelet.Devices{{ResourceName: "nvidia.com/gpu", DeviceIDs: []string{uuids[p.gpu]}}}},
+		}})
+	}
+	node := agentNode{kubeletSocket: filepath.Join(dir, "kubelet.sock")}
+	srv, err := fakekubelet.Start(node.kubeletSocket, pods, []fakekubelet.Devices{{ResourceName: "nvidia.com/gpu", DeviceIDs: uuids}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Stop)
+	return node
+}
+
+// createK8sPods creates k8sPods in the API server, bound to the node as the scheduler would.
+func createK8sPods(t *testing.T, s *kubeapi.Server) {
+	t.Helper()
+	ctx := context.Background()
+	for _, ns := range []string{"ml", "batch"} {
+		s.EnsureServiceAccount(t, ns, "default")
+	}
+	for _, p := range k8sPods {
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: p.namespace, Name: p.name, Labels: p.labels},
+			Spec: corev1.PodSpec{
+				NodeName:   k8sNode,
+				Containers: []corev1.Container{{Name: "main", Image: "registry.example/train:1"}},
+			},
+		}
+		if p.ownerKind != "" {
+			apiVersion := "apps/v1"
+			if p.ownerKind == "Job" {
+				apiVersion = "batch/v1"
+			}
+			controller := true
+			pod.OwnerReferences = []metav1.OwnerReference{{
+				APIVersion: apiVersion, Kind: p.ownerKind, Name: p.ownerName,
+				UID: types.UID("owner-" + p.ownerName), Controller: &controller,
+			}}
+		}
+		if _, err := s.Client.CoreV1().Pods(p.namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("pod %s/%s: %v", p.namespace, p.name, err)
+		}
+	}
+}
+
+// applyShippedAgentRBAC creates the agent's namespace, ServiceAccount, ClusterRole and
+// binding from deploy/kubernetes/base, as `kubectl apply -k` would.
+func applyShippedAgentRBAC(t *testing.T, s *kubeapi.Server) {
+	t.Helper()
+	ctx := context.Background()
+	for _, f := range []string{"namespace.yaml", "serviceaccount.yaml", "rbac.yaml"} {
+		raw, err := os.ReadFile(filepath.Join(proc.RepoRoot(), "deploy", "kubernetes", "base", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(raw)))
+		for {
+			doc, err := r.Read()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(doc, nil, nil)
+			if err != nil {
+				t.Fatalf("%s: %v", f, err)
+			}
+			switch o := obj.(type) {
+			case *corev1.Namespace:
+				_, err = s.Client.CoreV1().Namespaces().Create(ctx, o, metav1.CreateOptions{})
+			case *corev1.ServiceAccount:
+				_, err = s.Client.CoreV1().ServiceAccounts(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+			case *rbacv1.ClusterRole:
+				_, err = s.Client.RbacV1().ClusterRoles().Create(ctx, o, metav1.CreateOptions{})
+			case *rbacv1.ClusterRoleBinding:
+				_, err = s.Client.RbacV1().ClusterRoleBindings().Create(ctx, o, metav1.CreateOptions{})
+			default:
+				t.Fatalf("%s: unexpected %T", f, obj)
+			}
+			if err != nil {
+				t.Fatalf("%s: %v", f, err)
+			}
+		}
+	}
+}
+
+// gpuLabels is each GPU's (by index) label set of one GPU series on host, as written in
+// the last 5 s: a series whose labels changed stays visible for Prometheus's 5-minute
+// lookback under its old labels, since nothing marks it stale.
+func gpuLabels(p *prom.Server, host string) (map[string]map[string]string, error) {
+	s, err := p.Query(fmt.Sprintf(`last_over_time(hw_gpu_utilization_ratio{host_name=%q,hw_gpu_task="general"}[5s])`, host))
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]map[string]string{}
+	for _, x := range s {
+		if _, dup := out[x.Labels["nvidia_gpu_index"]]; dup {
+			return nil, fmt.Errorf("GPU %s has two series in the last 5 s: %v and %v", x.Labels["nvidia_gpu_index"], out[x.Labels["nvidia_gpu_index"]], x.Labels)
+		}
+		out[x.Labels["nvidia_gpu_index"]] = x.Labels
+	}
+	if len(out) != 8 {
+		return out, fmt.Errorf("%d GPUs of %s in Prometheus, want 8", len(out), host)
+	}
+	return out, nil
+}
+
+// TestK8sAttributesFromTheAPIServer: the shipped agent, with k8s_attributes watching a real
+// API server under the shipped least-privilege role, puts each GPU's workload, app label
+// and node on its series; a pod deleted from the API server loses them.
+func TestK8sAttributesFromTheAPIServer(t *testing.T) {
+	s := kubeapi.Start(t)
+	applyShippedAgentRBAC(t, s)
+	createK8sPods(t, s)
+	p := prom.Start(t, "")
+	// A short grace before a deleted pod is forgotten (contrib's default is 2 minutes; its
+	// delete loop still runs every 30 s): a timing knob of the test, not of the setup.
+	startK8sAgent(t, p, s, "e2e-k8s", "processors::k8s_attributes::pod_delete_grace_period=1s")
+
+	want := map[string]map[string]string{
+		"0": {"k8s_deployment_name": "trainer", "k8s_pod_label_app": "trainer", "k8s_pod_name": "trainer-5d8f7c9b4f-x2x7k"},
+		"1": {"k8s_statefulset_name": "ranks", "k8s_pod_label_app": "ranks", "k8s_pod_name": "ranks-0"},
+		"2": {"k8s_job_name": "eval", "k8s_pod_label_app": "eval", "k8s_namespace_name": "batch"},
+		"3": {"k8s_pod_label_app": "scratch", "k8s_pod_name": "scratch"},
+	}
+	prom.Eventually(t, 90*time.Second, "workload labels from the API server", func() error {
+		got, err := gpuLabels(p, "e2e-k8s")
+		if err != nil {
+			return err
+		}
+		for gpu, labels := range want {
+			for k, v := range labels {
+				if got[gpu][k] != v {
+					return fmt.Errorf("GPU %s: %s=%q, want %q (labels %v)", gpu, k, got[gpu][k], v, got[gpu])
+				}
+			}
+			if got[gpu]["k8s_node_name"] != k8sNode {
+				return fmt.Errorf("GPU %s: k8s_node_name=%q, want %s", gpu, got[gpu]["k8s_node_name"], k8sNode)
+			}
+		}
+		if l := got["4"]; l["k8s_pod_name"] != "" || l["k8s_deployment_name"] != "" {
+			return fmt.Errorf("GPU 4 (no pod) is labelled %v", l)
+		}
+		return nil
+	})
+
+	if err := s.Client.CoreV1().Pods("ml").Delete(context.Background(), "scratch", now); err != nil {
+		t.Fatal(err)
+	}
+	prom.Eventually(t, 90*time.Second, "the deleted pod's labels gone", func() error {
+		got, err := gpuLabels(p, "e2e-k8s")
+		if err != nil {
+			return err
+		}
+		// gpu_enrich still attributes GPU 3 (the kubelet reports the pod); only what came
+		// from the API server is gone.
+		if l := got["3"]; l["k8s_pod_label_app"] != "" || l["k8s_node_name"] != "" || l["k8s_pod_name"] != "scratch" {
+			return fmt.Errorf("GPU 3 after the pod's deletion: %v", l)
+		}
+		if got["0"]["k8s_deployment_name"] != "trainer" {
+			return fmt.Errorf("GPU 0 lost its deployment: %v", got["0"])
+		}
+		return nil
+	})
+}
+
+// TestK8sAttributesSurvivesAPIServerFaults: the API server refusing the agent (no role),
+// hanging (frozen) or going away and coming back never stops GPU metrics, and the agent's
+// memory does not grow with the outages.
+func TestK8sAttributesSurvivesAPIServerFaults(t *testing.T) {
+	s := kubeapi.Start(t)
+	applyShippedAgentRBAC(t, s)
+	createK8sPods(t, s)
+	p := prom.Start(t, "")
+
+	t.Run("refused: a ServiceAccount without the role", func(t *testing.T) {
+		kubeconfig := s.ServiceAccountKubeconfig(t, "otelcol-gpu", "no-role")
+		node := k8sFakeNode(t, simulatedUUIDs(t, "dgxh100"))
+		node.sets = []string{
+			"processors::k8s_attributes::auth_type=kubeConfig",
+			"service::pipelines::metrics::processors=[memory_limiter,gpu_enrich,k8s_attributes,batch]",
+		}
+		node.env = []string{"KUBECONFIG=" + kubeconfig, "K8S_NODE_NAME=" + k8sNode}
+		agent := startAgentOn(t, p, "e2e-k8s-refused", "dgxh100", "steady-training", node)
+		prom.Eventually(t, 60*time.Second, "GPU series without workload labels", func() error {
+			got, err := gpuLabels(p, "e2e-k8s-refused")
+			if err != nil {
+				return err
+			}
+			if l := got["0"]; l["k8s_pod_name"] == "" || l["k8s_deployment_name"] != "" {
+				return fmt.Errorf("GPU 0: %v, want gpu_enrich's pod name and no workload", l)
+			}
+			return nil
+		})
+		prom.Eventually(t, 30*time.Second, "a log line naming the refusal", func() error {
+			if out := agent.Output(); !strings.Contains(out, "forbidden") {
+				return errors.New("no 'forbidden' in the agent's log")
+			}
+			return nil
+		})
+		if exited, err := agent.Exited(); exited {
+			t.Fatalf("agent exited: %v", err)
+		}
+	})
+
+	agent := startK8sAgent(t, p, s, "e2e-k8s-faults")
+	prom.Eventually(t, 90*time.Second, "workload labels", func() error {
+		got, err := gpuLabels(p, "e2e-k8s-faults")
+		if err != nil {
+			return err
+		}
+		if got["0"]["k8s_deployment_name"] != "trainer" {
+			return fmt.Errorf("GPU 0: %v", got["0"])
+		}
+		return nil
+	})
+
+	// samplesDuring counts GPU 0's utilization samples stored for the last window.
+	samplesDuring := func(window time.Duration) (int, error) {
+		series, err := p.QueryRange(fmt.Sprintf(`hw_gpu_utilization_ratio{host_name="e2e-k8s-faults",hw_gpu_task="general",nvidia_gpu_index="0"}[%ds]`, int(window.Seconds())))
+		if err != nil {
+			return 0, err
+		}
+		n := 0
+		for _, s := range series {
+			n += len(s.Points)
+		}
+		return n, nil
+	}
+	outage := func(t *testing.T, what string, start, end func()) {
+		t.Helper()
+		start()
+		time.Sleep(15 * time.Second)
+		end()
+		// The agent scrapes every second; the window allows for the batch and the
+		// remote-write delay at its edges.
+		prom.Eventually(t, 30*time.Second, "GPU samples during "+what, func() error {
+			n, err := samplesDuring(15 * time.Second)
+			if err != nil {
+				return err
+			}
+			if n < 10 {
+				return fmt.Errorf("%d samples of GPU 0 in the last 15 s", n)
+			}
+			return nil
+		})
+		if exited, err := agent.Exited(); exited {
+			t.Fatalf("agent exited during %s: %v", what, err)
+		}
+	}
+
+	rssBefore, err := agent.RSS()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Run("hung API server", func(t *testing.T) {
+		outage(t, "a hung API server", s.Pause, s.Resume)
+	})
+	for i := range 3 {
+		t.Run(fmt.Sprintf("API server gone and back, %d", i+1), func(t *testing.T) {
+			outage(t, "an API server outage", s.Stop, func() { s.Restart(t) })
+		})
+	}
+	t.Run("labels come back after the outages", func(t *testing.T) {
+		if err := s.Client.CoreV1().Pods("ml").Delete(context.Background(), "ranks-0", now); err != nil {
+			t.Fatal(err)
+		}
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ml", Name: "ranks-0", Labels: map[string]string{"app.kubernetes.io/name": "ranks-v2"}},
+			Spec:       corev1.PodSpec{NodeName: k8sNode, Containers: []corev1.Container{{Name: "main", Image: "registry.example/train:2"}}},
+		}
+		if _, err := s.Client.CoreV1().Pods("ml").Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		// The watch resumed: a pod changed after the outages is seen.
+		prom.Eventually(t, 90*time.Second, "the recreated pod's new label", func() error {
+			got, err := gpuLabels(p, "e2e-k8s-faults")
+			if err != nil {
+				return err
+			}
+			if got["1"]["k8s_pod_label_app"] != "ranks-v2" {
+				return fmt.Errorf("GPU 1: %v", got["1"])
+			}
+			return nil
+		})
+	})
+	rssAfter, err := agent.RSS()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("agent RSS %d MiB before the outages, %d MiB after", rssBefore>>20, rssAfter>>20)
+	// A leak per outage (a watch or a connection kept per retry) would show as tens of
+	// MiB over four outages; the memory_limiter's ceiling is 200 MiB.
+	if rssAfter-rssBefore > 40<<20 {
+		t.Errorf("agent RSS grew by %d MiB over four API server outages", (rssAfter-rssBefore)>>20)
+	}
+}
