@@ -268,7 +268,7 @@ func tailOf(s string) string {
 // pki is the key material of one API server, as files under its directory.
 type pki struct {
 	caCert, servingCert, servingKey, saPublic, saPrivate string
-	caPEM, adminCertPEM, adminKeyPEM                    []byte
+	caPEM, adminCertPEM, adminKeyPEM                     []byte
 }
 
 // newPKI makes a CA, a serving certificate for 127.0.0.1 and localhost, a client
