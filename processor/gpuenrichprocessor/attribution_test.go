@@ -40,11 +40,28 @@ func exclusiveWithHostProcess(uuids []string, clock *fakeClock) sources {
 	}
 }
 
+// procByPID is the process's resource with values (not the end markers of a series that
+// changed).
 func procByPID(t *testing.T, md pmetric.Metrics, pid string) pmetric.ResourceMetrics {
 	t.Helper()
-	rs := resources(md, map[string]string{"process.pid": pid})
-	require.Len(t, rs, 1, "process %s", pid)
-	return rs[0]
+	var live []pmetric.ResourceMetrics
+	for _, rm := range resources(md, map[string]string{"process.pid": pid}) {
+		if !onlyEndMarkers(rm) {
+			live = append(live, rm)
+		}
+	}
+	require.Len(t, live, 1, "process %s", pid)
+	return live[0]
+}
+
+func onlyEndMarkers(rm pmetric.ResourceMetrics) bool {
+	only := true
+	eachPoint(rm, func(_ string, dp pmetric.NumberDataPoint) {
+		if !dp.Flags().NoRecordedValue() {
+			only = false
+		}
+	})
+	return only
 }
 
 // The GPU's only holder never gets a process whose cgroup says it is elsewhere, and the
@@ -175,7 +192,49 @@ func TestAReusedPIDDoesNotInheritThePod(t *testing.T) {
 	write("41002", "0::/user.slice/user-1000.slice/session-3.scope", 99000)
 	md = h.run(1, 10*time.Second)
 	assert.Empty(t, attrOf(procByPID(t, md, "41002"), "k8s.pod.name"))
+	var ended []pmetric.ResourceMetrics
+	for _, rm := range resources(md, map[string]string{"process.pid": "41002", "k8s.pod.name": "trainer"}) {
+		if onlyEndMarkers(rm) {
+			ended = append(ended, rm)
+		}
+	}
+	assert.Len(t, ended, 1, "the old process's series (with the pod) end now, not 5 minutes later")
 	assert.Equal(t, "trainer", attrOf(procByPID(t, md, "41001"), "k8s.pod.name"))
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// A GPU that falls off the bus ends its series at once: the next batch carries one end
+// marker for each of its series that is gone (its status, still reported as failed, goes
+// on), and a returning GPU's series simply continue.
+func TestSeriesOfALostGPUEndWithinOneInterval(t *testing.T) {
+	h := newHarness(t, "dgxh100", "gpu-lost", testConfig(), kubeletOnly)
+	endedOn := func(md pmetric.Metrics, index string) map[string]bool {
+		out := map[string]bool{}
+		for _, rm := range resources(md, map[string]string{"nvidia.gpu.index": index}) {
+			eachPoint(rm, func(name string, dp pmetric.NumberDataPoint) {
+				if dp.Flags().NoRecordedValue() {
+					out[name] = true
+				}
+			})
+		}
+		return out
+	}
+	for range 14 { // t = 14 s: GPU 3 is still there
+		md := h.step(time.Second)
+		require.Empty(t, endedOn(md, "3"))
+	}
+	var lost map[string]bool
+	for range 3 { // it falls off at 15 s; the receiver notices on its next read
+		if lost = endedOn(h.step(time.Second), "3"); len(lost) > 0 {
+			break
+		}
+	}
+	assert.True(t, lost["hw.gpu.utilization"], "utilization ends: %v", lost)
+	assert.True(t, lost["hw.energy"], "the energy counter ends")
+	assert.True(t, lost["nvidia.gpu.process.memory.usage"], "its process's series end")
+	assert.True(t, lost["nvidia.gpu.pod.energy"], "its pod's series end")
+	assert.False(t, lost["hw.status"], "the GPU's status goes on saying failed")
+	assert.Empty(t, endedOn(h.step(time.Second), "3"), "ended once")
+	assert.Empty(t, endedOn(h.step(time.Second), "0"), "the other GPUs go on")
+}

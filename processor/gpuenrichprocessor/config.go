@@ -27,6 +27,11 @@ type Config struct {
 	Leak LeakConfig `mapstructure:"leak"`
 	// Bottleneck configures the bottleneck class.
 	Bottleneck BottleneckConfig `mapstructure:"bottleneck"`
+	// EndSeries ends every series whose subject is gone (GPU lost, process exited, pod
+	// ended, MIG instance destroyed) with a no-recorded-value point, which remote-write
+	// turns into a Prometheus stale marker, instead of leaving its last value in queries
+	// for Prometheus's 5-minute lookback.
+	EndSeries bool `mapstructure:"end_series"`
 }
 
 // KubeletConfig is the pod-resources client's configuration.

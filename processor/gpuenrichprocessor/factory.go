@@ -37,6 +37,7 @@ func createDefaultConfig() component.Config {
 		Idle:       IdleConfig{Threshold: 0.05, Window: 10 * time.Minute},
 		Leak:       LeakConfig{Window: 15 * time.Minute, MinGrowth: 0.05, UtilizationTolerance: 0.25},
 		Bottleneck: BottleneckConfig{Saturation: 0.6},
+		EndSeries:  true,
 	}
 }
 

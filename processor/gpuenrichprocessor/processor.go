@@ -13,6 +13,7 @@ import (
 
 	"github.com/otelcol-gpu/otelcol-gpu/processor/gpuenrichprocessor/internal/metadata"
 	"github.com/otelcol-gpu/otelcol-gpu/processor/gpuenrichprocessor/internal/podresources"
+	"github.com/otelcol-gpu/otelcol-gpu/processor/gpuenrichprocessor/internal/staleness"
 	"github.com/otelcol-gpu/otelcol-gpu/processor/gpuenrichprocessor/internal/tracking"
 )
 
@@ -29,8 +30,9 @@ type gpuEnrichProcessor struct {
 	startTime pcommon.Timestamp
 
 	// mu serialises batches: the metrics builder is not safe for concurrent use.
-	mu sync.Mutex
-	mb *metadata.MetricsBuilder
+	mu    sync.Mutex
+	mb    *metadata.MetricsBuilder
+	stale *staleness.Tracker
 	// unmappedExample is the last unmapped device logged, so it is logged once.
 	unmappedExample string
 }
@@ -45,6 +47,7 @@ func newProcessor(cfg *Config, set processor.Settings, now func() time.Time, src
 		tracker:   tracking.New(max(cfg.Idle.Window, cfg.Leak.Window)),
 		startTime: start,
 		mb:        metadata.NewMetricsBuilder(cfg.MetricsBuilderConfig, set, metadata.WithStartTime(start)),
+		stale:     staleness.New(),
 	}
 }
 
@@ -91,17 +94,25 @@ func (p *gpuEnrichProcessor) processMetrics(_ context.Context, md pmetric.Metric
 	p.associate(b, alloc)
 
 	users := pmetric.NewResourceMetricsSlice()
+	latest := pcommon.NewTimestampFromTime(p.now())
+	if len(b.gpus) > 0 {
+		latest = 0
+	}
 	for _, g := range b.gpus {
 		ts := g.ts
 		if ts == 0 {
 			ts = pcommon.NewTimestampFromTime(p.now())
 		}
+		latest = max(latest, ts)
 		p.deriveGPU(g, ts)
 		p.deriveUsers(g, ts, users)
 	}
 	users.MoveAndAppendTo(md.ResourceMetrics())
 	if b.hasHost {
 		p.recordAttributionHealth(b.host, snap, status, alloc)
+	}
+	if p.cfg.EndSeries {
+		p.stale.EndMissing(md, latest)
 	}
 	p.tracker.Forget(p.now().Add(-forgetAfter))
 	return md, nil

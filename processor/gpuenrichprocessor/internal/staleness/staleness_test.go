@@ -1,0 +1,123 @@
+package staleness
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+)
+
+// gpuBatch is one scrape of host with a GPU resource per uuid: a utilization gauge per
+// task and an energy counter.
+func gpuBatch(host string, uuids ...string) pmetric.Metrics {
+	md := pmetric.NewMetrics()
+	for _, u := range uuids {
+		rm := md.ResourceMetrics().AppendEmpty()
+		rm.Resource().Attributes().PutStr("host.name", host)
+		rm.Resource().Attributes().PutStr("hw.id", u)
+		sm := rm.ScopeMetrics().AppendEmpty()
+		sm.Scope().SetName("gpu")
+		util := sm.Metrics().AppendEmpty()
+		util.SetName("hw.gpu.utilization")
+		util.SetUnit("1")
+		gauge := util.SetEmptyGauge()
+		for _, task := range []string{"general", "encoder"} {
+			dp := gauge.DataPoints().AppendEmpty()
+			dp.Attributes().PutStr("hw.gpu.task", task)
+			dp.SetDoubleValue(0.5)
+		}
+		energy := sm.Metrics().AppendEmpty()
+		energy.SetName("hw.energy")
+		energy.SetUnit("J")
+		sum := energy.SetEmptySum()
+		sum.SetIsMonotonic(true)
+		sum.SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+		sum.DataPoints().AppendEmpty().SetDoubleValue(1000)
+	}
+	return md
+}
+
+// ended lists "hw.id/metric/task" of the end markers in md.
+func ended(t *testing.T, md pmetric.Metrics) []string {
+	t.Helper()
+	var out []string
+	for i := 0; i < md.ResourceMetrics().Len(); i++ {
+		rm := md.ResourceMetrics().At(i)
+		id, _ := rm.Resource().Attributes().Get("hw.id")
+		for j := 0; j < rm.ScopeMetrics().Len(); j++ {
+			ms := rm.ScopeMetrics().At(j).Metrics()
+			for k := 0; k < ms.Len(); k++ {
+				m := ms.At(k)
+				var dps pmetric.NumberDataPointSlice
+				if m.Type() == pmetric.MetricTypeSum {
+					dps = m.Sum().DataPoints()
+					assert.True(t, m.Sum().IsMonotonic(), "the marker keeps the counter's shape")
+				} else {
+					dps = m.Gauge().DataPoints()
+				}
+				for l := 0; l < dps.Len(); l++ {
+					dp := dps.At(l)
+					if !dp.Flags().NoRecordedValue() {
+						continue
+					}
+					task := ""
+					if v, ok := dp.Attributes().Get("hw.gpu.task"); ok {
+						task = v.AsString()
+					}
+					assert.Equal(t, pcommon.Timestamp(42), dp.Timestamp())
+					out = append(out, id.AsString()+"/"+m.Name()+"/"+task)
+				}
+			}
+		}
+	}
+	return out
+}
+
+func TestSeriesOfAGoneGPUEndOnce(t *testing.T) {
+	tr := New()
+	first := gpuBatch("node-1", "GPU-A", "GPU-B")
+	tr.EndMissing(first, 42)
+	assert.Empty(t, ended(t, first), "nothing to compare the first batch with")
+
+	lost := gpuBatch("node-1", "GPU-A")
+	tr.EndMissing(lost, 42)
+	assert.ElementsMatch(t, []string{"GPU-B/hw.gpu.utilization/general", "GPU-B/hw.gpu.utilization/encoder", "GPU-B/hw.energy/"}, ended(t, lost))
+
+	again := gpuBatch("node-1", "GPU-A")
+	tr.EndMissing(again, 42)
+	assert.Empty(t, ended(t, again), "an ended series is ended once")
+
+	back := gpuBatch("node-1", "GPU-A", "GPU-B")
+	tr.EndMissing(back, 42)
+	assert.Empty(t, ended(t, back), "a GPU that comes back simply continues")
+	gone := gpuBatch("node-1", "GPU-B")
+	tr.EndMissing(gone, 42)
+	assert.Len(t, ended(t, gone), 3)
+}
+
+func TestOriginsAreComparedWithThemselves(t *testing.T) {
+	tr := New()
+	tr.EndMissing(gpuBatch("node-1", "GPU-A"), 42)
+	tr.EndMissing(gpuBatch("node-2", "GPU-X"), 42)
+	md := gpuBatch("node-2", "GPU-X")
+	tr.EndMissing(md, 42)
+	assert.Empty(t, ended(t, md), "node-2's batch says nothing about node-1's series")
+	md = gpuBatch("node-1")
+	require.Zero(t, md.ResourceMetrics().Len())
+	md = gpuBatch("node-1", "GPU-B")
+	tr.EndMissing(md, 42)
+	assert.Len(t, ended(t, md), 3, "node-1's own next batch ends GPU-A")
+}
+
+// A series whose attributes change (a process gets its pod's name) is a new series: the
+// old label set ends.
+func TestChangedAttributesEndTheOldSeries(t *testing.T) {
+	tr := New()
+	tr.EndMissing(gpuBatch("node-1", "GPU-A"), 42)
+	md := gpuBatch("node-1", "GPU-A")
+	md.ResourceMetrics().At(0).Resource().Attributes().PutStr("k8s.pod.name", "train-0")
+	tr.EndMissing(md, 42)
+	assert.Len(t, ended(t, md), 3)
+}
