@@ -109,11 +109,12 @@ scrape_configs:
 		"receivers::gpu::nvml::init_retry::initial_interval=1s",
 	}, windows...)})
 	startAgentOn(t, p, "dash-xid", "dgxh100", "xid-storm", agentNode{sets: windows})
-	startAgentOn(t, p, "dash-hot", "dgxh100", "thermal-throttle", agentNode{sets: windows})
 	// Panels on what the receiver leaves out by default (static limits, per-link NVLink,
-	// the other GPM activities, …) get their data from an agent with the full overlay;
-	// the MIG scenario gives them MIG instances too.
-	startAgentOn(t, p, "dash-full", "dgxh100", "mig", agentNode{sets: windows, overlays: []string{"../deploy/config-overlays/full.yaml"}})
+	// time held down per cause, the other GPM activities, …) get their data from agents
+	// with the full overlay: a throttled node, and a MIG node for the MIG instances.
+	full := []string{"../deploy/config-overlays/full.yaml"}
+	startAgentOn(t, p, "dash-hot", "dgxh100", "thermal-throttle", agentNode{sets: windows, overlays: full})
+	startAgentOn(t, p, "dash-full", "dgxh100", "mig", agentNode{sets: windows, overlays: full})
 
 	time.Sleep(30 * time.Second) // windows fill, rates have two points, alerts fire
 	for _, d := range dashboards.All() {
