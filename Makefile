@@ -18,7 +18,7 @@ MDATAGEN  := $(BIN)/mdatagen
 COLLECTOR := distribution/otelcol-gpu
 GO_PKGS   := ./...
 
-.PHONY: run test rules unit fuzz e2e deploy-test build generate lint bench bench-go bench-pipelines bench-gateway deps tools check-versions check-generated test-gpu clean
+.PHONY: run test rules unit fuzz e2e e2e-compat deploy-test build generate lint bench bench-go bench-pipelines bench-gateway deps tools check-versions check-generated test-gpu clean
 
 DEMO_DIR := $(CURDIR)/.run
 
@@ -46,10 +46,16 @@ deploy-test: build
 	bash deploy/sync-configs.sh --check
 	cd deploy/test && CGO_ENABLED=0 go test -count=1 ./...
 
-## rules: promtool checks and unit tests of the alerting and recording rules
+# Prometheus 3's promtool (make deps) and Debian's 2.42 (the compatibility row) check the
+# rules. The unit tests run on 2.42 only for now: rules/tests/recording_test.yaml expects
+# 2.x's closed range windows (61 samples an hour), and 3.x's are left-open (60).
+PROMTOOLS      := $(BIN)/promtool /usr/bin/promtool
+PROMTOOLS_TEST := /usr/bin/promtool
+
+## rules: promtool checks (Prometheus 3 and Debian's 2.42) and unit tests of the alerting and recording rules
 rules:
-	promtool check rules rules/gpu-alerts.yaml rules/gpu-recording.yaml
-	promtool test rules rules/tests/*.yaml
+	for promtool in $(PROMTOOLS); do $$promtool check rules rules/gpu-alerts.yaml rules/gpu-recording.yaml || exit 1; done
+	for promtool in $(PROMTOOLS_TEST); do $$promtool test rules rules/tests/*.yaml || exit 1; done
 
 # An execution count, not a duration: with a duration, replaying the cached corpus on a
 # busy 2-core machine can outlast it and the run fails with "context deadline exceeded".
@@ -61,9 +67,18 @@ fuzz:
 	go test -run '^$$' -fuzz '^FuzzParseDeviceID$$' -fuzztime $(FUZZTIME) ./processor/gpuenrichprocessor/internal/podresources/
 	go test -run '^$$' -fuzz '^FuzzConfig$$' -fuzztime $(FUZZTIME) ./receiver/gpureceiver/
 
-## e2e: build the real binary, then run the testbed against a real Prometheus
+## e2e: build the real binary, then run the testbed against Prometheus 3 (and a real kube-apiserver), then the compatibility row on Debian's Prometheus 2.42
 e2e: build
-	go test -tags e2e -count=1 -v -timeout 20m ./testbed/...
+	go test -tags e2e -count=1 -v -timeout 30m ./testbed/...
+	$(MAKE) --no-print-directory e2e-compat
+
+# What users on an older Prometheus rely on: the agent's and the gateway's series, the
+# dcgm-exporter compatibility series, the alerts and every dashboard query.
+COMPAT_TESTS := TestAgentRemoteWritesEveryGPUWithItsIdentity|TestAgentThroughGatewayToPrometheus|TestDCGMCompatibility|TestScenariosFireTheirAlerts|TestEveryDashboardQueryReturnsData
+
+## e2e-compat: the compatibility row, the tests users on older Prometheus rely on, run against Debian's Prometheus 2.42
+e2e-compat: build
+	TESTBED_PROMETHEUS=2 go test -tags e2e -count=1 -v -timeout 20m -run '^($(COMPAT_TESTS))$$' ./testbed/
 
 ## build: compile the ocb-generated distribution into distribution/otelcol-gpu
 build:

@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
-# Installs what the tests need and a fresh Debian machine lacks: gcc for cgo, Prometheus,
-# promtool and Alertmanager (Debian's packages; no service is started). The Go tools (ocb,
-# mdatagen) are built by the Makefile into ./bin. Idempotent: does nothing when all is there.
+# Installs what the tests need and a fresh Debian machine lacks: gcc for cgo, and Debian's
+# Prometheus 2.42 and promtool (no service is started), the testbed's compatibility row for
+# users on older Prometheus. Everything else is built from the Go module proxy by the
+# Makefile into ./bin (`make deps`: Prometheus 3, Alertmanager, kube-apiserver, etcd,
+# VictoriaMetrics; `make tools`: ocb, mdatagen). Idempotent: does nothing when all is there.
 set -euo pipefail
 
 need=()
 command -v gcc >/dev/null || need+=(gcc libc6-dev)
-command -v prometheus >/dev/null || need+=(prometheus)
-command -v promtool >/dev/null || need+=(prometheus)
-command -v prometheus-alertmanager >/dev/null || need+=(prometheus-alertmanager)
+# By path: ./bin/prometheus (3.x) on PATH must not hide a missing Debian package.
+[[ -x /usr/bin/prometheus && -x /usr/bin/promtool ]] || need+=(prometheus)
 command -v python3 >/dev/null || need+=(python3)
 
 if ((${#need[@]} == 0)); then

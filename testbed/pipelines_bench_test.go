@@ -23,7 +23,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -239,10 +238,7 @@ func benchSizes(t *testing.T) ([]int, []time.Duration) {
 
 func TestPipelinesSideBySide(t *testing.T) {
 	warm, window := benchEnv("BENCH_WARMUP", 15*time.Second), benchEnv("BENCH_WINDOW", 60*time.Second)
-	promBin, err := exec.LookPath("prometheus")
-	if err != nil {
-		t.Fatal(err)
-	}
+	promBin := prom.Binary(t)
 	gpuCounts, intervals := benchSizes(t)
 	var table strings.Builder
 	fmt.Fprintf(&table, "\n| GPUs | interval | path | series/GPU | samples/s | CPU ms per 1000 samples | CPU ms per GPU-minute | peak RSS MiB |\n|---|---|---|---|---|---|---|---|\n")
@@ -279,7 +275,7 @@ func TestPipelinesSideBySide(t *testing.T) {
 				p = prom.Start(t, "")
 				agentCfg := filepath.Join(t.TempDir(), "agent.yml")
 				_ = os.WriteFile(agentCfg, []byte(fmt.Sprintf("global: {scrape_interval: %s}\nscrape_configs:\n  - job_name: dcgm-exporter\n    static_configs: [{targets: [\"%s\"]}]\nremote_write:\n  - url: %s\n", interval, target, p.RemoteWriteURL())), 0o600)
-				agent := proc.Start(t, "prometheus-agent", nil, promBin, "--enable-feature=agent", "--config.file="+agentCfg,
+				agent := proc.Start(t, "prometheus-agent", nil, promBin, prom.AgentModeFlag(t), "--config.file="+agentCfg,
 					"--storage.agent.path="+t.TempDir(), fmt.Sprintf("--web.listen-address=127.0.0.1:%d", proc.FreePort(t)))
 				run("b) dcgm ("+size.label+") + Prometheus agent", p, measure(t, p, agent, warm, window))
 				agent.Stop(10 * time.Second)

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -15,7 +14,7 @@ import (
 	"github.com/otelcol-gpu/otelcol-gpu/testbed/internal/proc"
 )
 
-// Alertmanager is a running Alertmanager (Debian's prometheus-alertmanager) that sends
+// Alertmanager is a running Alertmanager (0.31, built into bin/ by `make deps`) that sends
 // every alert to a webhook inside the test.
 type Alertmanager struct {
 	Addr string
@@ -34,10 +33,7 @@ type WebhookAlert struct {
 // StartAlertmanager runs Alertmanager with a route that delivers everything at once.
 func StartAlertmanager(t testing.TB) *Alertmanager {
 	t.Helper()
-	bin, err := exec.LookPath("prometheus-alertmanager")
-	if err != nil {
-		t.Fatalf("prometheus-alertmanager not found on PATH (%v): `make deps` installs Debian's package", err)
-	}
+	bin := proc.BuiltTool(t, "alertmanager")
 	am := &Alertmanager{}
 	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var msg struct {

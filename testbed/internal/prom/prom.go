@@ -1,5 +1,7 @@
-// Package prom runs a real Prometheus (the Debian package's binary) for the testbed and
-// queries it through its HTTP API, the way a user or a dashboard would.
+// Package prom runs a real Prometheus for the testbed and queries it through its HTTP API,
+// the way a user or a dashboard would. The default is Prometheus 3 (built into bin/ by
+// `make deps`); TESTBED_PROMETHEUS=2 runs the same tests on Debian's Prometheus 2.42, the
+// compatibility row for users on older versions (`make e2e-compat`).
 package prom // import "github.com/otelcol-gpu/otelcol-gpu/testbed/internal/prom"
 
 import (
@@ -8,7 +10,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -25,15 +26,52 @@ type Server struct {
 	proc *proc.Process
 }
 
-// Start runs Prometheus on a free loopback port with its TSDB in a temp dir. extraArgs are
-// appended (e.g. --enable-feature=...). A missing binary fails the test: `make test`
-// installs it.
+// Debian2 is Debian's Prometheus 2.42 (package prometheus, installed by `make deps`).
+const Debian2 = "/usr/bin/prometheus"
+
+// Binary is the Prometheus the testbed runs by default: Prometheus 3 from bin/, or
+// Debian's 2.42 when TESTBED_PROMETHEUS=2. A missing binary fails the test.
+func Binary(t testing.TB) string {
+	t.Helper()
+	switch v := os.Getenv("TESTBED_PROMETHEUS"); v {
+	case "", "3":
+		return proc.BuiltTool(t, "prometheus")
+	case "2":
+		if _, err := os.Stat(Debian2); err != nil {
+			t.Fatalf("Debian's Prometheus 2.42 not found (%v): `make deps` installs it", err)
+		}
+		return Debian2
+	default:
+		t.Fatalf("TESTBED_PROMETHEUS=%q: want 3 (the default) or 2 (Debian's 2.42)", v)
+		return ""
+	}
+}
+
+// AgentModeFlag is the flag that runs Binary(t) as a Prometheus agent (it changed in 3.0).
+func AgentModeFlag(t testing.TB) string {
+	if Binary(t) == Debian2 {
+		return "--enable-feature=agent"
+	}
+	return "--agent"
+}
+
+// Start runs the default Prometheus (Binary) on a free loopback port with its TSDB in a temp
+// dir and the remote-write receiver on. extraArgs are appended (e.g. --enable-feature=...).
 func Start(t testing.TB, configYAML string, extraArgs ...string) *Server {
 	t.Helper()
-	bin, err := exec.LookPath("prometheus")
-	if err != nil {
-		t.Fatalf("prometheus not found on PATH (%v): `make deps` installs Debian's package", err)
-	}
+	return StartBinary(t, Binary(t), configYAML, extraArgs...)
+}
+
+// Start3 runs Prometheus 3 whatever TESTBED_PROMETHEUS says: for what only 3 has (native
+// OTLP ingestion, remote-write 2.0).
+func Start3(t testing.TB, configYAML string, extraArgs ...string) *Server {
+	t.Helper()
+	return StartBinary(t, proc.BuiltTool(t, "prometheus"), configYAML, extraArgs...)
+}
+
+// StartBinary is Start with the Prometheus binary given.
+func StartBinary(t testing.TB, bin, configYAML string, extraArgs ...string) *Server {
+	t.Helper()
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "prometheus.yml")
 	if configYAML == "" {
