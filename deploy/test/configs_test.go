@@ -65,6 +65,7 @@ func TestConfigsValidate(t *testing.T) {
 	env := map[string]string{
 		"PROMETHEUS_REMOTE_WRITE_URL": "http://prometheus.example.com:9090/api/v1/write",
 		"REMOTE_WRITE_BASIC_AUTH":     "dXNlcjpwYXNzd29yZA==",
+		"PROMETHEUS_OTLP_URL":         "http://prometheus.example.com:9090/api/v1/otlp/v1/metrics",
 	}
 	for name, files := range map[string][]string{
 		"agent":                       {cfg("configs/agent.yaml")},
@@ -82,6 +83,8 @@ func TestConfigsValidate(t *testing.T) {
 		"agent+wal":                   {cfg("configs/agent.yaml"), cfg("deploy/config-overlays/remote-write-wal.yaml")},
 		"agent+bearer+wal":            {cfg("configs/agent.yaml"), cfg("deploy/config-overlays/remote-write-auth-bearer.yaml"), cfg("deploy/config-overlays/remote-write-wal.yaml")},
 		"agent+bare-host+wal":         {cfg("configs/agent.yaml"), cfg("deploy/config-overlays/bare-host.yaml"), cfg("deploy/config-overlays/remote-write-wal.yaml")},
+		"agent+prometheus-otlp":       {cfg("configs/agent.yaml"), cfg("deploy/config-overlays/prometheus-otlp.yaml")},
+		"gateway+prometheus-otlp":     {cfg("configs/gateway.yaml"), cfg("deploy/config-overlays/prometheus-otlp.yaml")},
 		"gateway+tls+basic+wal":       {cfg("configs/gateway.yaml"), cfg("deploy/config-overlays/gateway-tls.yaml"), cfg("deploy/config-overlays/remote-write-auth-basic.yaml"), cfg("deploy/config-overlays/remote-write-wal.yaml")},
 	} {
 		t.Run(name, func(t *testing.T) {
