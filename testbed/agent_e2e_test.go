@@ -28,6 +28,8 @@ type agentNode struct {
 	sets []string
 	// env is extra environment (e.g. KUBECONFIG for k8s_attributes).
 	env []string
+	// flags are extra command-line flags (e.g. --feature-gates).
+	flags []string
 }
 
 // startAgent runs the shipped configs/agent.yaml with the GPU backend switched to the
@@ -77,7 +79,7 @@ func startAgentOn(t *testing.T, p *prom.Server, host, system, scenario string, n
 		"processors::gpu_enrich::kubelet::refresh_interval=1s",
 		"service::pipelines::metrics::processors=[memory_limiter,gpu_enrich,batch]",
 	}, node.sets...)
-	return proc.Collector(t, "otelcol-gpu "+host, env, configs, health, sets...)
+	return proc.CollectorFlags(t, "otelcol-gpu "+host, env, node.flags, configs, health, sets...)
 }
 
 // TestAgentRemoteWritesEveryGPUWithItsIdentity runs two agents (a training node and a node

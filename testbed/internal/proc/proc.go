@@ -237,7 +237,13 @@ func CollectorBinary(t testing.TB) string {
 // waits for its health endpoint (which must be healthAddr).
 func Collector(t testing.TB, name string, env []string, configs []string, healthAddr string, sets ...string) *Process {
 	t.Helper()
-	var args []string
+	return CollectorFlags(t, name, env, nil, configs, healthAddr, sets...)
+}
+
+// CollectorFlags is Collector with extra command-line flags first (e.g. --feature-gates).
+func CollectorFlags(t testing.TB, name string, env, flags, configs []string, healthAddr string, sets ...string) *Process {
+	t.Helper()
+	args := append([]string(nil), flags...)
 	for _, c := range configs {
 		args = append(args, "--config", c)
 	}
