@@ -34,7 +34,7 @@ var wantUIDs = map[string]string{
 var (
 	allowedPanels    = map[string]bool{"row": true, "timeseries": true, "stat": true, "heatmap": true, "table": true, "bargauge": true, "gauge": true}
 	deprecatedPanels = map[string]bool{"graph": true, "singlestat": true, "table-old": true, "grafana-singlestat-panel": true, "grafana-piechart-panel": true, "grafana-worldmap-panel": true, "heatmap-old": true}
-	allowedVariables = map[string]bool{"datasource": true, "cluster": true, "node": true, "gpu": true, "namespace": true, "pod": true}
+	allowedVariables = map[string]bool{"datasource": true, "cluster": true, "node": true, "gpu": true, "namespace": true, "pod": true, "slurm_job_id": true, "slurm_job_sluid": true}
 	builtinVariables = map[string]bool{"__interval": true, "__rate_interval": true, "__range": true, "__range_s": true}
 	variableRef      = regexp.MustCompile(`\$\{?(\w+)`)
 	wantDatasource   = map[string]any{"type": "prometheus", "uid": "${datasource}"}

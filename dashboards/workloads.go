@@ -7,8 +7,8 @@ import (
 
 func workloads() *dashboard.DashboardBuilder {
 	d := newDashboard("gpu-workloads", "GPU workloads",
-		"GPUs per namespace and pod: utilization, framebuffer and leak trend, energy, idle-while-allocated, bottleneck class, and the pods' CPU next to their GPU utilization to spot data-loader starvation.",
-		clusterVar(), namespaceVar(), podVar())
+		"GPUs per namespace and pod: utilization, framebuffer and leak trend, energy, idle-while-allocated, bottleneck class, and the pods' CPU next to their GPU utilization to spot data-loader starvation; and per Slurm job on bare-metal nodes: utilization, framebuffer, power, GPUs and GPU-hours.",
+		clusterVar(), namespaceVar(), podVar(), slurmJobVar(), slurmSLUIDVar())
 	// Per-pod series (nvidia_gpu_pod_*, and the pod's leak trend) always carry the pod; a
 	// GPU's own series carry it when one pod holds the GPU alone.
 	s := scope{mCluster, mNamespace, mPod, mAttached}
@@ -124,5 +124,7 @@ func workloads() *dashboard.DashboardBuilder {
 			instant("topk(10, sum by ("+byPod+") (increase("+podEnergy+"[$__range]))) / 3600000", lPod)).
 			Description("GPU energy per pod over the dashboard's time range.").Thresholds(plain()),
 	)
+
+	slurmJobs(d)
 	return d
 }

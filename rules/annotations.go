@@ -33,7 +33,9 @@ Runbook: rules/runbook.md (one section per alert; the anchor is the lower-cased 
 const recordingHeader = `Recording rules for otelcol-gpu (Prometheus 2.x rule file; promtool 2.42 syntax).
 Naming: level:metric:operations. Levels: namespace_pod_gpu (a pod on one GPU or MIG
 instance), namespace_pod, namespace, hw_model, node_resource (host_name and
-nvidia_gpu_resource_name), cluster_resource (nvidia_gpu_resource_name), cluster (no label).
+nvidia_gpu_resource_name), cluster_resource (nvidia_gpu_resource_name), cluster (no label),
+slurm_job_gpu (a Slurm job on one GPU or MIG instance), slurm_job (slurm_job_id, or
+slurm_job_sluid for Slurm 26.05+ SLUIDs: a job has one of the two).
 
 "Hours" and "kWh" series hold the total over the trailing hour. To total a longer period,
 sample them once an hour: sum_over_time(namespace:gpu_allocated_hours:sum[30d:1h]).
@@ -41,7 +43,11 @@ sample them once an hour: sum_over_time(namespace:gpu_allocated_hours:sum[30d:1h
 A pod counts as holding a GPU (or MIG instance) while the agent writes a per-pod series
 for it: nvidia_gpu_pod_energy_joules_total (every pod on a whole GPU), else
 nvidia_gpu_pod_memory_usage_bytes (MIG instances), else nvidia_gpu_pod_utilization_ratio.
-A MIG instance and a time-slicing replica count as one device each.`
+A MIG instance and a time-slicing replica count as one device each. Allocation per
+resource name includes DRA drivers (nvidia_gpu_resource_name="gpu.nvidia.com").
+
+A Slurm job counts as on a GPU while the agent writes a per-job series for it
+(nvidia_gpu_job_*): while one of its processes runs there.`
 
 // Annotation fragments (Prometheus templates) that say where an alert is.
 const (

@@ -70,7 +70,7 @@ func alertGroups() []Group {
 }
 
 func recordingGroups() []Group {
-	return []Group{allocation(), energy(), utilizationRecords(), waste(), capacity(), baseline()}
+	return []Group{allocation(), energy(), utilizationRecords(), waste(), capacity(), baseline(), slurmJobs()}
 }
 
 // Render renders every rule file: file name to YAML.

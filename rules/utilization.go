@@ -15,9 +15,9 @@ func utilization() Group {
 		},
 		{
 			Alert:   "GPUIdleWhileAllocated",
-			Comment: "nvidia_gpu_idle_while_allocated is 1 once an allocated GPU (or MIG instance) has stayed under the idle threshold (default 5 %) for the processor's idle window (default 10m); 1 for another hour raises the alert. One alert per pod on the GPU (a time-sliced GPU names each of its pods); the GPU alone where no pod is known.",
+			Comment: "nvidia_gpu_idle_while_allocated is 1 once an allocated GPU (or MIG instance) has stayed under the idle threshold (default 5 %) for the processor's idle window (default 10m); 1 for another hour raises the alert. One alert per pod on the GPU (a time-sliced GPU names each of its pods), with its ResourceClaim where DRA allocated the GPU; the GPU alone where no pod is known.",
 			Expr: `  (
-      group by (host_name, hw_id, hw_parent, nvidia_gpu_index, hw_model, nvidia_mig_profile, k8s_namespace_name, k8s_pod_name) (
+      group by (host_name, hw_id, hw_parent, nvidia_gpu_index, hw_model, nvidia_mig_profile, k8s_namespace_name, k8s_pod_name, k8s_resourceclaim_name) (
           nvidia_gpu_pod_energy_joules_total
         or nvidia_gpu_pod_memory_usage_bytes
         or nvidia_gpu_pod_utilization_ratio
@@ -27,7 +27,7 @@ func utilization() Group {
   )
 or
   (
-      group by (host_name, hw_id, hw_parent, nvidia_gpu_index, hw_model, nvidia_mig_profile, k8s_namespace_name, k8s_pod_name) (
+      group by (host_name, hw_id, hw_parent, nvidia_gpu_index, hw_model, nvidia_mig_profile, k8s_namespace_name, k8s_pod_name, k8s_resourceclaim_name) (
         nvidia_gpu_idle_while_allocated == 1
       )
     unless on (host_name, hw_id)
@@ -40,7 +40,7 @@ or
 			For:         "1h",
 			Severity:    "info",
 			Summary:     "GPU {{ $labels.nvidia_gpu_index }} ({{ $labels.hw_id }}{{ with $labels.nvidia_mig_profile }}, MIG {{ . }}{{ end }}) on {{ $labels.host_name }} is allocated{{ with $labels.k8s_pod_name }} to pod {{ $labels.k8s_namespace_name }}/{{ . }}{{ end }} but idle.",
-			Description: "GPU {{ $labels.nvidia_gpu_index }} ({{ $labels.hw_id }}{{ with $labels.nvidia_mig_profile }}, MIG {{ . }} of GPU {{ $labels.hw_parent }}{{ end }}, {{ $labels.hw_model }}) on node {{ $labels.host_name }} is allocated{{ with $labels.k8s_pod_name }} to pod {{ $labels.k8s_namespace_name }}/{{ . }}{{ end }} but has stayed below the idle threshold for more than an hour. It is reserved and wasted: ask the owner to release it or scale the workload down.",
+			Description: "GPU {{ $labels.nvidia_gpu_index }} ({{ $labels.hw_id }}{{ with $labels.nvidia_mig_profile }}, MIG {{ . }} of GPU {{ $labels.hw_parent }}{{ end }}, {{ $labels.hw_model }}) on node {{ $labels.host_name }} is allocated{{ with $labels.k8s_pod_name }} to pod {{ $labels.k8s_namespace_name }}/{{ . }}{{ end }}{{ with $labels.k8s_resourceclaim_name }} through ResourceClaim {{ . }}{{ end }} but has stayed below the idle threshold for more than an hour. It is reserved and wasted: ask the owner to release it or scale the workload down.",
 		},
 		{
 			Alert:   "GPULowUtilizationHighPower",
