@@ -110,9 +110,9 @@ bench: bench-go bench-pipelines bench-gateway
 bench-go:
 	go test -run '^$$' -bench . -benchmem $(GO_PKGS)
 
-## bench-pipelines: whole pipelines side by side into real Prometheus (native vs dcgm-exporter exposition via Prometheus agent and via the collector); BENCH_WARMUP and BENCH_WINDOW tune it
+## bench-pipelines: whole pipelines side by side into real Prometheus (native vs dcgm-exporter exposition via Prometheus agent and via the collector; remote-write 1.0 vs 2.0 vs native OTLP into Prometheus 3); BENCH_WARMUP and BENCH_WINDOW tune it
 bench-pipelines: build
-	go test -tags "e2e benchpipelines" -count=1 -run "TestPipelinesSideBySide|TestFreshness" -v -timeout 60m ./testbed/
+	go test -tags "e2e benchpipelines" -count=1 -run "TestPipelinesSideBySide|TestFreshness|TestProtocolsSideBySide" -v -timeout 60m ./testbed/
 
 ## bench-gateway: OTLP from simulated 8-GPU agents through configs/gateway.yaml into real Prometheus: samples/s, loss, gateway CPU and RSS; BENCH_GATEWAY_AGENTS (default 100,1000), BENCH_GATEWAY_INTERVAL, BENCH_WARMUP and BENCH_WINDOW tune it
 bench-gateway: build
