@@ -109,6 +109,10 @@ scrape_configs:
 		"receivers::gpu::nvml::init_retry::initial_interval=1s",
 	}, windows...)})
 	startAgentOn(t, p, "dash-xid", "dgxh100", "xid-storm", agentNode{sets: windows})
+	// A bare-metal Slurm node (no Kubernetes) for the workloads dashboard's Slurm row.
+	slurm := slurmNode(t)
+	slurm.sets = windows
+	startAgentOn(t, p, "dash-slurm", "dgxh100", "steady-training", slurm)
 	// Panels on what the receiver leaves out by default (static limits, per-link NVLink,
 	// time held down per cause, the other GPM activities, …) get their data from agents
 	// with the full overlay: a throttled node, and a MIG node for the MIG instances.
