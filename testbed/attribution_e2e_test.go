@@ -69,12 +69,21 @@ func fakeNode(t *testing.T, uuids []string) agentNode {
 			strings.ReplaceAll(uid, "-", "_"), strings.Repeat(container, 64))
 	}
 	for pid, content := range map[int]string{41001: cgroupOf(uidA, "a"), 41002: cgroupOf(uidB, "b"), 41003: cgroupOf(uidB, "b")} {
-		mustWrite(t, filepath.Join(node.procRoot, fmt.Sprint(pid), "cgroup"), content)
+		writeProc(t, node.procRoot, pid, content)
 	}
 	for uid, name := range map[string]string{uidA: "infer-a", uidB: "infer-b"} {
 		mustWrite(t, filepath.Join(node.podLogsDir, "serving_"+name+"_"+uid, "server", "0.log"), "")
 	}
 	return node
+}
+
+// writeProc lays out /proc/<pid> as the processor reads it: the cgroup file, and stat,
+// whose field 22 (the start time) tells a process from a later one with its PID.
+func writeProc(t *testing.T, procRoot string, pid int, cgroup string) {
+	t.Helper()
+	mustWrite(t, filepath.Join(procRoot, fmt.Sprint(pid), "cgroup"), cgroup)
+	mustWrite(t, filepath.Join(procRoot, fmt.Sprint(pid), "stat"),
+		fmt.Sprintf("%d (python3) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 %d 1 1 0 0 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0\n", pid, 5000+pid))
 }
 
 func mustWrite(t *testing.T, path, content string) {

@@ -93,12 +93,8 @@ func draNode(t *testing.T, uuids []string, trainUID string) agentNode {
 	t.Cleanup(srv.Stop)
 	podCgroup := fmt.Sprintf("0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod%s.slice/cri-containerd-%s.scope\n",
 		strings.ReplaceAll(trainUID, "-", "_"), draContainer)
-	stat := func(pid int) string {
-		return fmt.Sprintf("%d (python3) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 %d 1 1 0 0 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0\n", pid, 1000+pid)
-	}
 	for pid, cg := range map[int]string{20000: podCgroup, 20001: podCgroup, 20002: "0::/system.slice/nvidia-dcgm.service\n"} {
-		mustWrite(t, filepath.Join(node.procRoot, fmt.Sprint(pid), "cgroup"), cg)
-		mustWrite(t, filepath.Join(node.procRoot, fmt.Sprint(pid), "stat"), stat(pid))
+		writeProc(t, node.procRoot, pid, cg)
 	}
 	return node
 }
@@ -196,17 +192,18 @@ func TestDRAAllocatedGPUsLandInPrometheus(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			byPID := map[string]map[string]string{}
+			// One process per GPU: PIDs 20000, 20001, 20002 on GPUs 0, 1, 2.
+			byGPU := map[string]map[string]string{}
 			for _, x := range s {
-				byPID[x.Labels["process_pid"]] = x.Labels
+				byGPU[x.Labels["nvidia_gpu_index"]] = x.Labels
 			}
-			for _, pid := range []string{"20000", "20001"} {
-				l := byPID[pid]
+			for _, gpu := range []string{"0", "1"} {
+				l := byGPU[gpu]
 				if l["k8s_pod_name"] != "train-dra" || l["k8s_container_name"] != "trainer" || l["k8s_resourceclaim_name"] != "train-gpus" || l["nvidia_gpu_attribution_method"] != "cgroup" {
-					return fmt.Errorf("process %s labelled %v", pid, l)
+					return fmt.Errorf("the process on GPU %s labelled %v", gpu, l)
 				}
 			}
-			if l := byPID["20002"]; l == nil || l["k8s_pod_name"] != "" || l["nvidia_gpu_attribution_method"] != "" {
+			if l := byGPU["2"]; l == nil || l["k8s_pod_name"] != "" || l["nvidia_gpu_attribution_method"] != "" {
 				return fmt.Errorf("the host's process on GPU 2 labelled %v", l)
 			}
 			return nil

@@ -13,12 +13,13 @@ import (
 // recordAttributionHealth tells, on the host resource, how fresh attribution is, what
 // the node can allocate and what is allocated, and what could not be mapped to a GPU.
 func (p *gpuEnrichProcessor) recordAttributionHealth(host pmetric.ResourceMetrics, snap *podresources.Snapshot, status podresources.Status, a allocation.Allocation) {
+	now := p.now()
+	ts := pcommon.NewTimestampFromTime(now)
+	defer p.emitInto(host)
+	p.mb.RecordNvidiaGpuProcessesFoldedDataPoint(ts, p.folded)
 	if p.src.pods == nil {
 		return
 	}
-	defer p.emitInto(host)
-	now := p.now()
-	ts := pcommon.NewTimestampFromTime(now)
 	age := now.Sub(p.startTime.AsTime()).Seconds()
 	if snap != nil {
 		age = now.Sub(snap.Taken).Seconds()

@@ -59,6 +59,17 @@ type ProcessesConfig struct {
 	// whose UIDs the cgroups give. Empty: processes get k8s.pod.uid and container.id only
 	// (k8s_attributes can add the names).
 	PodLogsDir string `mapstructure:"pod_logs_dir"`
+	// KeepPID keeps one series per process, labelled with its PID. Off (the default),
+	// processes of one GPU with the same owner, executable and type share one series,
+	// so workers that come and go (Ray, dataloaders) add no new series.
+	KeepPID bool `mapstructure:"keep_pid"`
+	// MaxPerGPU bounds the process series per GPU (or MIG instance) and scrape: the
+	// largest by memory keep theirs, the rest are summed into one "(other)" series and
+	// counted in nvidia.gpu.processes.folded. 0: no bound.
+	MaxPerGPU int `mapstructure:"max_per_gpu"`
+	// MaxExecutableNameLength cuts process.executable.name (after replacing unprintable
+	// characters) to this many characters.
+	MaxExecutableNameLength int `mapstructure:"max_executable_name_length"`
 }
 
 // KubeAPIConfig: what the kubelet's pod-resources answer cannot say — whether a listed pod
@@ -141,6 +152,12 @@ func (cfg *Config) Validate() error {
 		if err := cfg.KubeAPI.kube().Validate(); err != nil {
 			errs = append(errs, fmt.Errorf("kube_api.%w", err))
 		}
+	}
+	if cfg.Processes.MaxPerGPU < 0 {
+		errs = append(errs, fmt.Errorf("processes.max_per_gpu: must be 0 (no bound) or more, got %d", cfg.Processes.MaxPerGPU))
+	}
+	if cfg.Processes.MaxExecutableNameLength < 1 {
+		errs = append(errs, fmt.Errorf("processes.max_executable_name_length: must be at least 1, got %d", cfg.Processes.MaxExecutableNameLength))
 	}
 	if d := cfg.Processes.PodLogsDir; d != "" && !filepath.IsAbs(d) {
 		errs = append(errs, fmt.Errorf("processes.pod_logs_dir: must be an absolute path, got %q", d))

@@ -65,6 +65,10 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		"saturation_zero":         "bottleneck.saturation",
 		"unknown_key":             "treshold",
 		"unknown_metric":          "nvidia.gpu.nope",
+		"negative_max_per_gpu":    "processes.max_per_gpu",
+		"zero_name_length":        "processes.max_executable_name_length",
+		"bad_auth_type":           "kube_api.auth_type",
+		"bad_dra_driver":          "kubelet.dra_drivers[0]",
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := loadConfig(t, name)

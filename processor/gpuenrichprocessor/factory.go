@@ -32,7 +32,7 @@ func createDefaultConfig() component.Config {
 			ResourceNames:   podresources.DefaultResourceNames(),
 			DRADrivers:      podresources.DefaultDRADrivers(),
 		},
-		Processes:  ProcessesConfig{Enabled: true, ProcRoot: "/proc"},
+		Processes:  ProcessesConfig{Enabled: true, ProcRoot: "/proc", MaxPerGPU: 8, MaxExecutableNameLength: 64},
 		KubeAPI:    KubeAPIConfig{AuthType: kube.AuthServiceAccount},
 		Idle:       IdleConfig{Threshold: 0.05, Window: 10 * time.Minute},
 		Leak:       LeakConfig{Window: 15 * time.Minute, MinGrowth: 0.05, UtilizationTolerance: 0.25},

@@ -81,6 +81,8 @@ func testConfig() *Config {
 	cfg := createDefaultConfig().(*Config)
 	cfg.Idle.Window = time.Minute
 	cfg.Leak.Window = time.Minute
+	// Most tests follow processes by PID; process_series_test.go checks the default.
+	cfg.Processes.KeepPID = true
 	return cfg
 }
 

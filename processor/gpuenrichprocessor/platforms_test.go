@@ -280,6 +280,7 @@ func (p *platform) run(t *testing.T, withAPI bool) pmetric.Metrics {
 	t.Helper()
 	procRoot, podLogs := p.nodeFiles(t)
 	cfg := testConfig()
+	cfg.Processes.MaxPerGPU = 0 // every process's attribution is checked
 	cfg.Kubelet.Endpoint = "unix://" + p.kubelet(t)
 	cfg.Kubelet.RefreshInterval = 10 * time.Millisecond
 	if len(p.Kubelet.ResourceNames) > 0 {

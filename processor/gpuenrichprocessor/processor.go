@@ -35,6 +35,8 @@ type gpuEnrichProcessor struct {
 	stale *staleness.Tracker
 	// unmappedExample is the last unmapped device logged, so it is logged once.
 	unmappedExample string
+	// folded counts the processes summed into "(other)" series since start.
+	folded int64
 }
 
 func newProcessor(cfg *Config, set processor.Settings, now func() time.Time, src sources) *gpuEnrichProcessor {
@@ -108,6 +110,7 @@ func (p *gpuEnrichProcessor) processMetrics(_ context.Context, md pmetric.Metric
 		p.deriveUsers(g, ts, users)
 	}
 	users.MoveAndAppendTo(md.ResourceMetrics())
+	p.folded += int64(p.foldProcessSeries(md, b))
 	if b.hasHost {
 		p.recordAttributionHealth(b.host, snap, status, alloc)
 	}

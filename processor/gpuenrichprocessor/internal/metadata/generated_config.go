@@ -481,6 +481,26 @@ func (ms *NvidiaGpuPodUtilizationMetricConfig) Unmarshal(parser *confmap.Conf) e
 	return nil
 }
 
+// NvidiaGpuProcessesFoldedMetricConfig provides config for the nvidia.gpu.processes.folded metric.
+type NvidiaGpuProcessesFoldedMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+}
+
+func (ms *NvidiaGpuProcessesFoldedMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
 // NvidiaGpuThrottledMetricAttributeKey specifies the key of an attribute for the nvidia.gpu.throttled metric.
 type NvidiaGpuThrottledMetricAttributeKey string
 
@@ -549,6 +569,7 @@ type MetricsConfig struct {
 	NvidiaGpuPodMemoryLeakSuspected     NvidiaGpuPodMemoryLeakSuspectedMetricConfig     `mapstructure:"nvidia.gpu.pod.memory.leak_suspected"`
 	NvidiaGpuPodMemoryUsage             NvidiaGpuPodMemoryUsageMetricConfig             `mapstructure:"nvidia.gpu.pod.memory.usage"`
 	NvidiaGpuPodUtilization             NvidiaGpuPodUtilizationMetricConfig             `mapstructure:"nvidia.gpu.pod.utilization"`
+	NvidiaGpuProcessesFolded            NvidiaGpuProcessesFoldedMetricConfig            `mapstructure:"nvidia.gpu.processes.folded"`
 	NvidiaGpuThrottled                  NvidiaGpuThrottledMetricConfig                  `mapstructure:"nvidia.gpu.throttled"`
 }
 
@@ -614,6 +635,9 @@ func DefaultMetricsConfig() MetricsConfig {
 			Enabled: true,
 		},
 		NvidiaGpuPodUtilization: NvidiaGpuPodUtilizationMetricConfig{
+			Enabled: true,
+		},
+		NvidiaGpuProcessesFolded: NvidiaGpuProcessesFoldedMetricConfig{
 			Enabled: true,
 		},
 		NvidiaGpuThrottled: NvidiaGpuThrottledMetricConfig{

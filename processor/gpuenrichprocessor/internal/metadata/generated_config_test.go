@@ -88,6 +88,9 @@ func TestMetricsBuilderConfig(t *testing.T) {
 					NvidiaGpuPodUtilization: NvidiaGpuPodUtilizationMetricConfig{
 						Enabled: true,
 					},
+					NvidiaGpuProcessesFolded: NvidiaGpuProcessesFoldedMetricConfig{
+						Enabled: true,
+					},
 					NvidiaGpuThrottled: NvidiaGpuThrottledMetricConfig{
 						Enabled:             true,
 						AggregationStrategy: AggregationStrategySum,
@@ -174,6 +177,9 @@ func TestMetricsBuilderConfig(t *testing.T) {
 					NvidiaGpuPodUtilization: NvidiaGpuPodUtilizationMetricConfig{
 						Enabled: false,
 					},
+					NvidiaGpuProcessesFolded: NvidiaGpuProcessesFoldedMetricConfig{
+						Enabled: false,
+					},
 					NvidiaGpuThrottled: NvidiaGpuThrottledMetricConfig{
 						Enabled:             false,
 						AggregationStrategy: AggregationStrategySum,
@@ -198,7 +204,7 @@ func TestMetricsBuilderConfig(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := loadMetricsBuilderConfig(t, tt.name)
-			diff := cmp.Diff(tt.want, cfg, cmpopts.IgnoreUnexported(HwGpuMemoryUtilizationMetricConfig{}, NvidiaGpuAttributionAgeMetricConfig{}, NvidiaGpuAttributionErrorsMetricConfig{}, NvidiaGpuAttributionUnmappedDevicesMetricConfig{}, NvidiaGpuBottleneckMetricConfig{}, NvidiaGpuDevicesAllocatableMetricConfig{}, NvidiaGpuDevicesAllocatedMetricConfig{}, NvidiaGpuIdleWhileAllocatedMetricConfig{}, NvidiaGpuJobEnergyMetricConfig{}, NvidiaGpuJobMemoryUsageMetricConfig{}, NvidiaGpuJobUtilizationMetricConfig{}, NvidiaGpuMemoryGrowthRateMetricConfig{}, NvidiaGpuMemoryLeakSuspectedMetricConfig{}, NvidiaGpuPodEnergyMetricConfig{}, NvidiaGpuPodMemoryGrowthRateMetricConfig{}, NvidiaGpuPodMemoryLeakSuspectedMetricConfig{}, NvidiaGpuPodMemoryUsageMetricConfig{}, NvidiaGpuPodUtilizationMetricConfig{}, NvidiaGpuThrottledMetricConfig{}, ResourceAttributeConfig{}))
+			diff := cmp.Diff(tt.want, cfg, cmpopts.IgnoreUnexported(HwGpuMemoryUtilizationMetricConfig{}, NvidiaGpuAttributionAgeMetricConfig{}, NvidiaGpuAttributionErrorsMetricConfig{}, NvidiaGpuAttributionUnmappedDevicesMetricConfig{}, NvidiaGpuBottleneckMetricConfig{}, NvidiaGpuDevicesAllocatableMetricConfig{}, NvidiaGpuDevicesAllocatedMetricConfig{}, NvidiaGpuIdleWhileAllocatedMetricConfig{}, NvidiaGpuJobEnergyMetricConfig{}, NvidiaGpuJobMemoryUsageMetricConfig{}, NvidiaGpuJobUtilizationMetricConfig{}, NvidiaGpuMemoryGrowthRateMetricConfig{}, NvidiaGpuMemoryLeakSuspectedMetricConfig{}, NvidiaGpuPodEnergyMetricConfig{}, NvidiaGpuPodMemoryGrowthRateMetricConfig{}, NvidiaGpuPodMemoryLeakSuspectedMetricConfig{}, NvidiaGpuPodMemoryUsageMetricConfig{}, NvidiaGpuPodUtilizationMetricConfig{}, NvidiaGpuProcessesFoldedMetricConfig{}, NvidiaGpuThrottledMetricConfig{}, ResourceAttributeConfig{}))
 			require.Emptyf(t, diff, "Config mismatch (-expected +actual):\n%s", diff)
 		})
 	}

@@ -142,6 +142,9 @@ var MetricsInfo = metricsInfo{
 	NvidiaGpuPodUtilization: metricInfo{
 		Name: "nvidia.gpu.pod.utilization",
 	},
+	NvidiaGpuProcessesFolded: metricInfo{
+		Name: "nvidia.gpu.processes.folded",
+	},
 	NvidiaGpuThrottled: metricInfo{
 		Name:       "nvidia.gpu.throttled",
 		Attributes: []string{"nvidia.gpu.throttle.cause"},
@@ -167,6 +170,7 @@ type metricsInfo struct {
 	NvidiaGpuPodMemoryLeakSuspected     metricInfo
 	NvidiaGpuPodMemoryUsage             metricInfo
 	NvidiaGpuPodUtilization             metricInfo
+	NvidiaGpuProcessesFolded            metricInfo
 	NvidiaGpuThrottled                  metricInfo
 }
 
@@ -1253,6 +1257,58 @@ func newMetricNvidiaGpuPodUtilization(cfg NvidiaGpuPodUtilizationMetricConfig) m
 	return m
 }
 
+type metricNvidiaGpuProcessesFolded struct {
+	data     pmetric.Metric                       // data buffer for generated metric.
+	config   NvidiaGpuProcessesFoldedMetricConfig // metric config provided by user.
+	capacity int                                  // max observed number of data points added to the metric.
+}
+
+// init fills nvidia.gpu.processes.folded metric with initial data.
+func (m *metricNvidiaGpuProcessesFolded) init() {
+	m.data.SetName("nvidia.gpu.processes.folded")
+	m.data.SetDescription("GPU processes summed into the (other) process series of a GPU because the GPU had more process series than processes.max_per_gpu, since the processor started. Growing: a workload runs many distinct processes per GPU (raise the bound, or rely on the per-pod series, which count every process).")
+	m.data.SetUnit("{process}")
+	m.data.SetEmptySum()
+	m.data.Sum().SetIsMonotonic(true)
+	m.data.Sum().SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+}
+
+func (m *metricNvidiaGpuProcessesFolded) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val int64) {
+	if !m.config.Enabled {
+		return
+	}
+	dp := m.data.Sum().DataPoints().AppendEmpty()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	dp.SetIntValue(val)
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricNvidiaGpuProcessesFolded) updateCapacity() {
+	if m.data.Sum().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Sum().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricNvidiaGpuProcessesFolded) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Sum().DataPoints().Len() > 0 {
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricNvidiaGpuProcessesFolded(cfg NvidiaGpuProcessesFoldedMetricConfig) metricNvidiaGpuProcessesFolded {
+	m := metricNvidiaGpuProcessesFolded{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
 type metricNvidiaGpuThrottled struct {
 	data          pmetric.Metric                 // data buffer for generated metric.
 	config        NvidiaGpuThrottledMetricConfig // metric config provided by user.
@@ -1372,6 +1428,7 @@ type MetricsBuilder struct {
 	metricNvidiaGpuPodMemoryLeakSuspected     metricNvidiaGpuPodMemoryLeakSuspected
 	metricNvidiaGpuPodMemoryUsage             metricNvidiaGpuPodMemoryUsage
 	metricNvidiaGpuPodUtilization             metricNvidiaGpuPodUtilization
+	metricNvidiaGpuProcessesFolded            metricNvidiaGpuProcessesFolded
 	metricNvidiaGpuThrottled                  metricNvidiaGpuThrottled
 }
 
@@ -1416,6 +1473,7 @@ func NewMetricsBuilder(mbc MetricsBuilderConfig, settings processor.Settings, op
 		metricNvidiaGpuPodMemoryLeakSuspected:     newMetricNvidiaGpuPodMemoryLeakSuspected(mbc.Metrics.NvidiaGpuPodMemoryLeakSuspected),
 		metricNvidiaGpuPodMemoryUsage:             newMetricNvidiaGpuPodMemoryUsage(mbc.Metrics.NvidiaGpuPodMemoryUsage),
 		metricNvidiaGpuPodUtilization:             newMetricNvidiaGpuPodUtilization(mbc.Metrics.NvidiaGpuPodUtilization),
+		metricNvidiaGpuProcessesFolded:            newMetricNvidiaGpuProcessesFolded(mbc.Metrics.NvidiaGpuProcessesFolded),
 		metricNvidiaGpuThrottled:                  newMetricNvidiaGpuThrottled(mbc.Metrics.NvidiaGpuThrottled),
 		resourceAttributeIncludeFilter:            make(map[string]filter.Filter),
 		resourceAttributeExcludeFilter:            make(map[string]filter.Filter),
@@ -1567,6 +1625,7 @@ func (mb *MetricsBuilder) EmitForResource(options ...ResourceMetricsOption) {
 	mb.metricNvidiaGpuPodMemoryLeakSuspected.emit(ils.Metrics())
 	mb.metricNvidiaGpuPodMemoryUsage.emit(ils.Metrics())
 	mb.metricNvidiaGpuPodUtilization.emit(ils.Metrics())
+	mb.metricNvidiaGpuProcessesFolded.emit(ils.Metrics())
 	mb.metricNvidiaGpuThrottled.emit(ils.Metrics())
 
 	for _, op := range options {
@@ -1687,6 +1746,11 @@ func (mb *MetricsBuilder) RecordNvidiaGpuPodMemoryUsageDataPoint(ts pcommon.Time
 // RecordNvidiaGpuPodUtilizationDataPoint adds a data point to nvidia.gpu.pod.utilization metric.
 func (mb *MetricsBuilder) RecordNvidiaGpuPodUtilizationDataPoint(ts pcommon.Timestamp, val float64) {
 	mb.metricNvidiaGpuPodUtilization.recordDataPoint(mb.startTime, ts, val)
+}
+
+// RecordNvidiaGpuProcessesFoldedDataPoint adds a data point to nvidia.gpu.processes.folded metric.
+func (mb *MetricsBuilder) RecordNvidiaGpuProcessesFoldedDataPoint(ts pcommon.Timestamp, val int64) {
+	mb.metricNvidiaGpuProcessesFolded.recordDataPoint(mb.startTime, ts, val)
 }
 
 // RecordNvidiaGpuThrottledDataPoint adds a data point to nvidia.gpu.throttled metric.

@@ -148,6 +148,9 @@ func TestMetricsBuilder(t *testing.T) {
 			mb.RecordNvidiaGpuPodUtilizationDataPoint(ts, 1)
 			defaultMetricsCount++
 			allMetricsCount++
+			mb.RecordNvidiaGpuProcessesFoldedDataPoint(ts, 1)
+			defaultMetricsCount++
+			allMetricsCount++
 			mb.RecordNvidiaGpuThrottledDataPoint(ts, 1, AttributeNvidiaGpuThrottleCauseThermal)
 			if tt.name == "reaggregate_set" {
 				mb.RecordNvidiaGpuThrottledDataPoint(ts, 3, AttributeNvidiaGpuThrottleCausePower)
@@ -555,6 +558,20 @@ func TestMetricsBuilder(t *testing.T) {
 					assert.Equal(t, ts, dp.Timestamp())
 					assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
 					assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
+				case "nvidia.gpu.processes.folded":
+					assert.False(t, validatedMetrics["nvidia.gpu.processes.folded"], "Found a duplicate in the metrics slice: nvidia.gpu.processes.folded")
+					validatedMetrics["nvidia.gpu.processes.folded"] = true
+					assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
+					assert.Equal(t, 1, mi.Sum().DataPoints().Len())
+					assert.Equal(t, "GPU processes summed into the (other) process series of a GPU because the GPU had more process series than processes.max_per_gpu, since the processor started. Growing: a workload runs many distinct processes per GPU (raise the bound, or rely on the per-pod series, which count every process).", mi.Description())
+					assert.Equal(t, "{process}", mi.Unit())
+					assert.True(t, mi.Sum().IsMonotonic())
+					assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
+					dp := mi.Sum().DataPoints().At(0)
+					assert.Equal(t, start, dp.StartTimestamp())
+					assert.Equal(t, ts, dp.Timestamp())
+					assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
+					assert.Equal(t, int64(1), dp.IntValue())
 				case "nvidia.gpu.throttled":
 					if tt.name != "reaggregate_set" {
 						assert.False(t, validatedMetrics["nvidia.gpu.throttled"], "Found a duplicate in the metrics slice: nvidia.gpu.throttled")

@@ -1,0 +1,153 @@
+package gpuenrichprocessor // import "github.com/otelcol-gpu/otelcol-gpu/processor/gpuenrichprocessor"
+
+import (
+	"sort"
+	"strings"
+	"unicode"
+
+	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/pdatautil"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+
+	"github.com/otelcol-gpu/otelcol-gpu/internal/gpuschema"
+)
+
+// otherProcesses is the executable name of the series that sums a GPU's processes beyond
+// processes.max_per_gpu.
+const otherProcesses = "(other)"
+
+// processGroup is the processes of one GPU that share one series: the same owner, the
+// same executable and type (and PID, when PIDs are kept).
+type processGroup struct {
+	procs  []*processView
+	memory float64
+}
+
+// foldProcessSeries bounds the per-process series, after attribution and the per-pod
+// values have used every process: processes whose series would carry the same labels are
+// summed into one (without process.pid, unless processes.keep_pid), executable names are
+// sanitised and cut, and beyond processes.max_per_gpu series per GPU the smallest by
+// memory are summed into one "(other)" series without owner. It returns how many were
+// folded into "(other)" in this batch.
+func (p *gpuEnrichProcessor) foldProcessSeries(md pmetric.Metrics, b *batch) int {
+	cfg := p.cfg.Processes
+	byGPU := map[string][]*processView{}
+	var order []string
+	for _, proc := range b.procs {
+		if _, ok := byGPU[proc.on]; !ok {
+			order = append(order, proc.on)
+		}
+		byGPU[proc.on] = append(byGPU[proc.on], proc)
+	}
+	folded := 0
+	replace := map[pmetric.ResourceMetrics]bool{}
+	out := pmetric.NewResourceMetricsSlice()
+	for _, gpu := range order {
+		procs := byGPU[gpu]
+		for _, proc := range procs {
+			attrs := proc.rm.Resource().Attributes()
+			if v, ok := attrs.Get(gpuschema.ResourceProcessExecutableName); ok {
+				attrs.PutStr(gpuschema.ResourceProcessExecutableName, sanitizeExecutable(v.AsString(), cfg.MaxExecutableNameLength))
+			}
+			if !cfg.KeepPID {
+				attrs.Remove(gpuschema.ResourceProcessPID)
+			}
+			replace[proc.rm] = true
+		}
+		groups := groupProcesses(procs)
+		if limit := cfg.MaxPerGPU; limit > 0 && len(groups) > limit {
+			sort.SliceStable(groups, func(i, j int) bool { return groups[i].memory > groups[j].memory })
+			other := &processGroup{}
+			for _, g := range groups[limit-1:] {
+				other.procs = append(other.procs, g.procs...)
+			}
+			folded += len(other.procs)
+			groups = groups[:limit-1]
+			merged := mergeGroup(other)
+			attrs := merged.Resource().Attributes()
+			for _, k := range append(ownerKeys, gpuschema.ResourceProcessPID, gpuschema.ResourceNvidiaGpuProcessType) {
+				attrs.Remove(k)
+			}
+			attrs.PutStr(gpuschema.ResourceProcessExecutableName, otherProcesses)
+			merged.MoveTo(out.AppendEmpty())
+		}
+		for _, g := range groups {
+			mergeGroup(g).MoveTo(out.AppendEmpty())
+		}
+	}
+	if len(replace) == 0 {
+		return 0
+	}
+	md.ResourceMetrics().RemoveIf(func(rm pmetric.ResourceMetrics) bool { return replace[rm] })
+	out.MoveAndAppendTo(md.ResourceMetrics())
+	return folded
+}
+
+// groupProcesses groups a GPU's processes by their (already final) resource attributes.
+func groupProcesses(procs []*processView) []*processGroup {
+	byKey := map[[16]byte]*processGroup{}
+	var groups []*processGroup
+	for _, proc := range procs {
+		key := pdatautil.MapHash(proc.rm.Resource().Attributes())
+		g := byKey[key]
+		if g == nil {
+			g = &processGroup{}
+			byKey[key] = g
+			groups = append(groups, g)
+		}
+		g.procs = append(g.procs, proc)
+		g.memory += proc.mem
+	}
+	return groups
+}
+
+// mergeGroup returns one resource with the first process's attributes and, for each
+// metric and point attributes, the sum of the group's values.
+func mergeGroup(g *processGroup) pmetric.ResourceMetrics {
+	out := pmetric.NewResourceMetrics()
+	g.procs[0].rm.CopyTo(out)
+	if len(g.procs) == 1 {
+		return out
+	}
+	points := map[[16]byte]pmetric.NumberDataPoint{}
+	eachPoint(out, func(name string, dp pmetric.NumberDataPoint) {
+		points[pointKey(name, dp)] = dp
+	})
+	for _, proc := range g.procs[1:] {
+		eachPoint(proc.rm, func(name string, dp pmetric.NumberDataPoint) {
+			if into, ok := points[pointKey(name, dp)]; ok {
+				addValue(into, dp)
+			}
+		})
+	}
+	return out
+}
+
+func pointKey(name string, dp pmetric.NumberDataPoint) [16]byte {
+	return pdatautil.Hash(pdatautil.WithString(name), pdatautil.WithMap(dp.Attributes()))
+}
+
+func addValue(into, dp pmetric.NumberDataPoint) {
+	if into.ValueType() == pmetric.NumberDataPointValueTypeInt && dp.ValueType() == pmetric.NumberDataPointValueTypeInt {
+		into.SetIntValue(into.IntValue() + dp.IntValue())
+		return
+	}
+	into.SetDoubleValue(value(into) + value(dp))
+}
+
+// sanitizeExecutable keeps a process name a safe, bounded label value: printable
+// characters only (others become '_'), at most max runes.
+func sanitizeExecutable(name string, maxLen int) string {
+	var b strings.Builder
+	n := 0
+	for _, r := range name {
+		if maxLen > 0 && n == maxLen {
+			break
+		}
+		if !unicode.IsPrint(r) || unicode.IsSpace(r) && r != ' ' {
+			r = '_'
+		}
+		b.WriteRune(r)
+		n++
+	}
+	return strings.TrimSpace(b.String())
+}

@@ -1,0 +1,169 @@
+package gpuenrichprocessor
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.opentelemetry.io/collector/processor/processortest"
+
+	"github.com/otelcol-gpu/otelcol-gpu/processor/gpuenrichprocessor/internal/cgroup"
+	"github.com/otelcol-gpu/otelcol-gpu/processor/gpuenrichprocessor/internal/metadata"
+)
+
+// procSpec is one GPU process of a synthetic scrape.
+type procSpec struct {
+	pid  uint32
+	exe  string
+	mem  int64
+	util float64
+}
+
+// processScrape is what the receiver emits for one GPU and its processes, at second s.
+func processScrape(s int, procs []procSpec) pmetric.Metrics {
+	md := pmetric.NewMetrics()
+	ts := pcommon.NewTimestampFromTime(time.Date(2026, 1, 1, 0, 0, s, 0, time.UTC))
+	host := md.ResourceMetrics().AppendEmpty()
+	host.Resource().Attributes().PutStr("host.name", "node-1")
+	gpu := md.ResourceMetrics().AppendEmpty()
+	gpu.Resource().Attributes().PutStr("host.name", "node-1")
+	gpu.Resource().Attributes().PutStr("hw.id", "GPU-0")
+	m := gpu.ScopeMetrics().AppendEmpty().Metrics().AppendEmpty()
+	m.SetName(metricMemoryUsage)
+	dp := m.SetEmptySum().DataPoints().AppendEmpty()
+	dp.SetTimestamp(ts)
+	dp.SetIntValue(40 << 30)
+	for _, p := range procs {
+		rm := md.ResourceMetrics().AppendEmpty()
+		a := rm.Resource().Attributes()
+		a.PutStr("host.name", "node-1")
+		a.PutStr("hw.id", "GPU-0")
+		a.PutInt("process.pid", int64(p.pid))
+		a.PutStr("process.executable.name", p.exe)
+		a.PutStr("nvidia.gpu.process.type", "compute")
+		ms := rm.ScopeMetrics().AppendEmpty().Metrics()
+		mem := ms.AppendEmpty()
+		mem.SetName(metricProcessMemory)
+		mdp := mem.SetEmptySum().DataPoints().AppendEmpty()
+		mdp.SetTimestamp(ts)
+		mdp.SetIntValue(p.mem)
+		util := ms.AppendEmpty()
+		util.SetName(metricProcessUtil)
+		udp := util.SetEmptyGauge().DataPoints().AppendEmpty()
+		udp.SetTimestamp(ts)
+		udp.Attributes().PutStr("nvidia.gpu.engine", "sm")
+		udp.SetDoubleValue(p.util)
+	}
+	return md
+}
+
+// processSeries maps each process series with values (end markers aside) of md to its
+// memory.
+func processSeries(md pmetric.Metrics) map[string]float64 {
+	out := map[string]float64{}
+	for i := 0; i < md.ResourceMetrics().Len(); i++ {
+		rm := md.ResourceMetrics().At(i)
+		exe, ok := rm.Resource().Attributes().Get("process.executable.name")
+		if !ok || onlyEndMarkers(rm) {
+			continue
+		}
+		key := exe.AsString()
+		if pid, ok := rm.Resource().Attributes().Get("process.pid"); ok {
+			key += fmt.Sprintf("[%d]", pid.Int())
+		}
+		if pod, ok := rm.Resource().Attributes().Get("k8s.pod.uid"); ok {
+			key += "@" + pod.AsString()
+		}
+		eachPoint(rm, func(name string, dp pmetric.NumberDataPoint) {
+			if name == metricProcessMemory {
+				out[key] += value(dp)
+			}
+		})
+	}
+	return out
+}
+
+func newProcessSeriesProcessor(t *testing.T, cfg *Config, pids fakePIDs) *gpuEnrichProcessor {
+	t.Helper()
+	p := newProcessor(cfg, processortest.NewNopSettings(metadata.Type), newFakeClock().Now, sources{pids: pids})
+	require.NoError(t, p.start(context.Background(), nil))
+	return p
+}
+
+// A pod that keeps 50 dataloader workers and replaces them every scrape adds no series:
+// processes of one owner and executable share one, without PID.
+func TestProcessChurnAddsNoSeries(t *testing.T) {
+	cfg := createDefaultConfig().(*Config)
+	pids := fakePIDs{}
+	p := newProcessSeriesProcessor(t, cfg, pids)
+	seen := map[string]bool{}
+	for s := range 5 {
+		var procs []procSpec
+		for w := range 50 {
+			pid := uint32(100000 + s*100 + w) // new PIDs every scrape
+			pids[pid] = cgroup.Location{PodUID: uidTrainer, ContainerID: idTrainer}
+			procs = append(procs, procSpec{pid: pid, exe: "pt_data_worker", mem: 1 << 20, util: 0.01})
+		}
+		out, err := p.processMetrics(context.Background(), processScrape(s, procs))
+		require.NoError(t, err)
+		series := processSeries(out)
+		assert.Equal(t, map[string]float64{"pt_data_worker@" + uidTrainer: 50 << 20}, series, "one series, the sum of the workers")
+		for k := range series {
+			seen[k] = true
+		}
+	}
+	assert.Len(t, seen, 1, "the same series every scrape")
+}
+
+// Beyond max_per_gpu series per GPU, the smallest by memory are summed into "(other)"
+// (without owner), and counted.
+func TestProcessSeriesPerGPUAreBounded(t *testing.T) {
+	cfg := createDefaultConfig().(*Config)
+	cfg.Processes.MaxPerGPU = 4
+	p := newProcessSeriesProcessor(t, cfg, fakePIDs{})
+	var procs []procSpec
+	for i := range 10 {
+		procs = append(procs, procSpec{pid: uint32(500 + i), exe: fmt.Sprintf("job-%02d", i), mem: int64(i+1) << 20, util: 0.05})
+	}
+	for s := range 2 {
+		out, err := p.processMetrics(context.Background(), processScrape(s, procs))
+		require.NoError(t, err)
+		series := processSeries(out)
+		assert.Equal(t, map[string]float64{
+			"job-09": 10 << 20, "job-08": 9 << 20, "job-07": 8 << 20,
+			otherProcesses: (1 + 2 + 3 + 4 + 5 + 6 + 7) << 20,
+		}, series, "the three largest keep theirs; the other seven are summed")
+		host := resources(out, map[string]string{"!hw.id": "", "host.name": "*"})[0]
+		assert.Equal(t, float64(7*(s+1)), point(t, host, "nvidia.gpu.processes.folded"))
+	}
+}
+
+func TestKeepPIDKeepsOneSeriesPerProcess(t *testing.T) {
+	cfg := createDefaultConfig().(*Config)
+	cfg.Processes.KeepPID = true
+	p := newProcessSeriesProcessor(t, cfg, fakePIDs{})
+	out, err := p.processMetrics(context.Background(), processScrape(0, []procSpec{{pid: 7, exe: "python3", mem: 1}, {pid: 8, exe: "python3", mem: 2}}))
+	require.NoError(t, err)
+	assert.Equal(t, map[string]float64{"python3[7]": 1, "python3[8]": 2}, processSeries(out))
+}
+
+func TestExecutableNamesAreSanitisedAndCut(t *testing.T) {
+	assert.Equal(t, "python3", sanitizeExecutable("python3", 64))
+	assert.Equal(t, "evil_name_", sanitizeExecutable("evil\x00name\n", 64))
+	assert.Equal(t, strings.Repeat("a", 64), sanitizeExecutable(strings.Repeat("a", 300), 64))
+	assert.Equal(t, "数据加载器", sanitizeExecutable("数据加载器", 64), "printable non-ASCII stays")
+
+	cfg := createDefaultConfig().(*Config)
+	p := newProcessSeriesProcessor(t, cfg, fakePIDs{})
+	out, err := p.processMetrics(context.Background(), processScrape(0, []procSpec{{pid: 7, exe: strings.Repeat("x", 500) + "\x1b[31m", mem: 1}}))
+	require.NoError(t, err)
+	for k := range processSeries(out) {
+		assert.Len(t, k, 64)
+	}
+}
