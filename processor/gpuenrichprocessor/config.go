@@ -27,6 +27,8 @@ type Config struct {
 	Leak LeakConfig `mapstructure:"leak"`
 	// Bottleneck configures the bottleneck class.
 	Bottleneck BottleneckConfig `mapstructure:"bottleneck"`
+	// Throttle configures the throttle flags.
+	Throttle ThrottleConfig `mapstructure:"throttle"`
 	// EndSeries ends every series whose subject is gone (GPU lost, process exited, pod
 	// ended, MIG instance destroyed) with a no-recorded-value point, which remote-write
 	// turns into a Prometheus stale marker, instead of leaving its last value in queries
@@ -104,6 +106,13 @@ type LeakConfig struct {
 	Window               time.Duration `mapstructure:"window"`
 	MinGrowth            float64       `mapstructure:"min_growth"`
 	UtilizationTolerance float64       `mapstructure:"utilization_tolerance"`
+}
+
+// ThrottleConfig: nvidia.gpu.throttled{cause} is derived from the receiver's eight
+// clock-event reasons, which then go (three series per GPU instead of eight), unless
+// KeepClockEvents (the full overlay sets it).
+type ThrottleConfig struct {
+	KeepClockEvents bool `mapstructure:"keep_clock_events"`
 }
 
 // BottleneckConfig: SM or DRAM activity at or above Saturation counts as saturated.

@@ -2,6 +2,7 @@ package gpuenrichprocessor // import "github.com/otelcol-gpu/otelcol-gpu/process
 
 import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/pmetric"
 
 	"github.com/otelcol-gpu/otelcol-gpu/internal/gpuschema"
 
@@ -24,10 +25,13 @@ func (p *gpuEnrichProcessor) deriveGPU(g *gpuView, ts pcommon.Timestamp) {
 			p.mb.RecordNvidiaGpuThrottledDataPoint(ts, asInt(causes[cause.String()]), cause)
 		}
 	}
+	if !p.cfg.Throttle.KeepClockEvents {
+		dropMetric(g.rm, metricClockEvent)
+	}
 	if class, ok := bottleneck(g, p.cfg.Idle.Threshold, p.cfg.Bottleneck.Saturation); ok {
-		for _, c := range bottleneckClasses {
-			p.mb.RecordNvidiaGpuBottleneckDataPoint(ts, asInt(c == class), metadata.MapAttributeNvidiaGpuBottleneckClass[c])
-		}
+		// One series, the current class: a class change ends the previous class's series
+		// (end_series) instead of keeping three zeros per GPU.
+		p.mb.RecordNvidiaGpuBottleneckDataPoint(ts, 1, metadata.MapAttributeNvidiaGpuBottleneckClass[class])
 	}
 	util, hasUtil := g.util, g.hasUtil
 	if !hasUtil && g.hasSM {
@@ -63,6 +67,13 @@ func (p *gpuEnrichProcessor) allocated(g *gpuView) bool {
 
 func (p *gpuEnrichProcessor) leakRule() tracking.LeakRule {
 	return tracking.LeakRule{Window: p.cfg.Leak.Window, MinGrowth: p.cfg.Leak.MinGrowth, UtilizationTolerance: p.cfg.Leak.UtilizationTolerance}
+}
+
+// dropMetric removes a metric from a resource, in every scope.
+func dropMetric(rm pmetric.ResourceMetrics, name string) {
+	for i := 0; i < rm.ScopeMetrics().Len(); i++ {
+		rm.ScopeMetrics().At(i).Metrics().RemoveIf(func(m pmetric.Metric) bool { return m.Name() == name })
+	}
 }
 
 func asInt(on bool) int64 {
@@ -106,7 +117,6 @@ const (
 	bottleneckStarved = "starved"
 )
 
-var bottleneckClasses = []string{bottleneckCompute, bottleneckMemory, bottleneckStarved, bottleneckIdle}
 
 // bottleneck classifies a GPU (documented in metadata.yaml):
 //   - idle: utilization under the idle threshold;

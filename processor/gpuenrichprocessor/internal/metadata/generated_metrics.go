@@ -430,7 +430,7 @@ type metricNvidiaGpuBottleneck struct {
 // init fills nvidia.gpu.bottleneck metric with initial data.
 func (m *metricNvidiaGpuBottleneck) init() {
 	m.data.SetName("nvidia.gpu.bottleneck")
-	m.data.SetDescription("The GPU's bottleneck class; one series per class, 1 for the current one.")
+	m.data.SetDescription("The GPU's current bottleneck class: one series, 1, labelled with the class; when the class changes, the previous class's series ends (end_series).")
 	m.data.SetUnit("1")
 	m.data.SetEmptySum()
 	m.data.Sum().SetIsMonotonic(false)

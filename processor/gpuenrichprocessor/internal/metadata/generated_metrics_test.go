@@ -286,7 +286,7 @@ func TestMetricsBuilder(t *testing.T) {
 						validatedMetrics["nvidia.gpu.bottleneck"] = true
 						assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
 						assert.Equal(t, 1, mi.Sum().DataPoints().Len())
-						assert.Equal(t, "The GPU's bottleneck class; one series per class, 1 for the current one.", mi.Description())
+						assert.Equal(t, "The GPU's current bottleneck class: one series, 1, labelled with the class; when the class changes, the previous class's series ends (end_series).", mi.Description())
 						assert.Equal(t, "1", mi.Unit())
 						assert.False(t, mi.Sum().IsMonotonic())
 						assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
@@ -303,7 +303,7 @@ func TestMetricsBuilder(t *testing.T) {
 						validatedMetrics["nvidia.gpu.bottleneck"] = true
 						assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
 						assert.Equal(t, 1, mi.Sum().DataPoints().Len())
-						assert.Equal(t, "The GPU's bottleneck class; one series per class, 1 for the current one.", mi.Description())
+						assert.Equal(t, "The GPU's current bottleneck class: one series, 1, labelled with the class; when the class changes, the previous class's series ends (end_series).", mi.Description())
 						assert.Equal(t, "1", mi.Unit())
 						assert.False(t, mi.Sum().IsMonotonic())
 						assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
