@@ -117,7 +117,6 @@ const (
 	bottleneckStarved = "starved"
 )
 
-
 // bottleneck classifies a GPU (documented in metadata.yaml):
 //   - idle: utilization under the idle threshold;
 //   - memory_bound: DRAM activity ≥ saturation and ≥ SM activity;
