@@ -15,6 +15,7 @@ const (
 	MetricHwTemperature                      = "hw.temperature"
 	MetricHwTemperatureLimit                 = "hw.temperature.limit"
 	MetricNvidiaGpuClockFrequency            = "nvidia.gpu.clock.frequency"
+	MetricNvidiaGpuClockFrequencyMax         = "nvidia.gpu.clock.frequency.max"
 	MetricNvidiaGpuClockEventActive          = "nvidia.gpu.clock_event.active"
 	MetricNvidiaGpuClockEventDuration        = "nvidia.gpu.clock_event.duration"
 	MetricNvidiaGpuCount                     = "nvidia.gpu.count"
@@ -43,6 +44,7 @@ const (
 	MetricNvidiaGpuProfilingActivity         = "nvidia.gpu.profiling.activity"
 	MetricNvidiaGpuProfilingBandwidth        = "nvidia.gpu.profiling.bandwidth"
 	MetricNvidiaGpuXidErrors                 = "nvidia.gpu.xid.errors"
+	MetricNvidiaGpuXidLast                   = "nvidia.gpu.xid.last"
 	MetricNvidiaNvmlAvailable                = "nvidia.nvml.available"
 	MetricNvidiaNvmlInitErrors               = "nvidia.nvml.init.errors"
 )

@@ -297,6 +297,20 @@ func (d *Device) GetClockInfo(clock nvml.ClockType) (uint32, nvml.Return) {
 	return 0, nvml.ERROR_NOT_SUPPORTED
 }
 
+// GetMaxClockInfo returns the highest SM, graphics or memory clock in MHz.
+func (d *Device) GetMaxClockInfo(clock nvml.ClockType) (uint32, nvml.Return) {
+	if ret := d.ret("DeviceGetMaxClockInfo"); ret != nvml.SUCCESS {
+		return 0, ret
+	}
+	switch clock {
+	case nvml.CLOCK_SM, nvml.CLOCK_GRAPHICS:
+		return d.sim.machine.sys.smClockMax, nvml.SUCCESS
+	case nvml.CLOCK_MEM:
+		return d.sim.machine.sys.memClock, nvml.SUCCESS
+	}
+	return 0, nvml.ERROR_NOT_SUPPORTED
+}
+
 func (d *Device) pcieReplays(t float64) uint64 {
 	r := d.sim.scenario(d.sim.machine, d.index, t)
 	return uint64(t / 3600 * r.pcieReplaysPerHour * float64(1+d.index%3))

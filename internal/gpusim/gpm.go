@@ -95,7 +95,7 @@ func (d *Device) takeGpmSample(call string, sample nvml.GpmSample, gpuInstance i
 }
 
 func (d *Device) migByGpuInstance(id int) *MigDevice {
-	for _, m := range d.migs {
+	for _, m := range d.liveMIGs() {
 		if int(m.giID) == id {
 			return m
 		}

@@ -9,13 +9,26 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
 )
 
-// migLayouts is the MIG layout of the `mig` scenario, by GPU index: GPU 0 is split into
-// mixed sizes, GPU 1 into seven of the smallest; the other GPUs run without MIG.
-var migLayouts = map[int][]int{
-	0: {nvml.GPU_INSTANCE_PROFILE_3_SLICE, nvml.GPU_INSTANCE_PROFILE_2_SLICE, nvml.GPU_INSTANCE_PROFILE_1_SLICE, nvml.GPU_INSTANCE_PROFILE_1_SLICE},
-	1: {nvml.GPU_INSTANCE_PROFILE_1_SLICE, nvml.GPU_INSTANCE_PROFILE_1_SLICE, nvml.GPU_INSTANCE_PROFILE_1_SLICE, nvml.GPU_INSTANCE_PROFILE_1_SLICE,
-		nvml.GPU_INSTANCE_PROFILE_1_SLICE, nvml.GPU_INSTANCE_PROFILE_1_SLICE, nvml.GPU_INSTANCE_PROFILE_1_SLICE},
+// migLayouts are the MIG layouts scenarios start with, by scenario and GPU index. In `mig`
+// GPU 0 is split into mixed sizes, GPU 1 into seven of the smallest; in `churn` GPU 1 is
+// split in two halves, the second of which is destroyed churnAt seconds in
+// (churnDestroyedSlot). The other GPUs run without MIG.
+var migLayouts = map[string]map[int][]int{
+	"mig": {
+		0: {nvml.GPU_INSTANCE_PROFILE_3_SLICE, nvml.GPU_INSTANCE_PROFILE_2_SLICE, nvml.GPU_INSTANCE_PROFILE_1_SLICE, nvml.GPU_INSTANCE_PROFILE_1_SLICE},
+		1: {nvml.GPU_INSTANCE_PROFILE_1_SLICE, nvml.GPU_INSTANCE_PROFILE_1_SLICE, nvml.GPU_INSTANCE_PROFILE_1_SLICE, nvml.GPU_INSTANCE_PROFILE_1_SLICE,
+			nvml.GPU_INSTANCE_PROFILE_1_SLICE, nvml.GPU_INSTANCE_PROFILE_1_SLICE, nvml.GPU_INSTANCE_PROFILE_1_SLICE},
+	},
+	"churn": {
+		churnMIGGPU: {nvml.GPU_INSTANCE_PROFILE_3_SLICE, nvml.GPU_INSTANCE_PROFILE_3_SLICE},
+	},
 }
+
+// The MIG instance of `churn` that is destroyed churnAt seconds in.
+const (
+	churnMIGGPU        = 1
+	churnDestroyedSlot = 1
+)
 
 // maxMigDevices is the most MIG instances one GPU can hold.
 const maxMigDevices = 7
@@ -34,20 +47,42 @@ type MigDevice struct {
 	profile nvml.GpuInstanceProfileInfo
 	// destroyed instances answer NOT_FOUND, as NVML does for a stale MIG handle.
 	destroyed atomic.Bool
+	// endsAt, when positive, is the simulated second from which the instance is destroyed
+	// (a scenario tearing it down while the receiver runs).
+	endsAt float64
 }
 
 var _ nvml.Device = (*MigDevice)(nil)
 
-// setUpMIG enables MIG on the GPUs of migLayouts and creates their instances.
-func (s *Simulator) setUpMIG() error {
-	for index, profiles := range migLayouts {
+// setUpMIG enables MIG on the GPUs of the scenario's layout and creates their instances.
+func (s *Simulator) setUpMIG(scenario string) error {
+	for index, profiles := range migLayouts[scenario] {
 		if index < len(s.devices) {
 			if err := s.SetMIGLayout(index, profiles); err != nil {
 				return err
 			}
 		}
 	}
+	if scenario == "churn" && churnMIGGPU < len(s.devices) {
+		s.devices[churnMIGGPU].migs[churnDestroyedSlot].endsAt = churnAt
+	}
 	return nil
+}
+
+// gone reports whether the instance has been destroyed (by SetMIGLayout or its scenario).
+func (m *MigDevice) gone() bool {
+	return m.destroyed.Load() || m.endsAt > 0 && m.parent.sim.elapsed() >= m.endsAt
+}
+
+// liveMIGs are the GPU's MIG instances that exist now.
+func (d *Device) liveMIGs() []*MigDevice {
+	out := make([]*MigDevice, 0, len(d.migs))
+	for _, m := range d.migs {
+		if !m.gone() {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // SetMIGLayout changes the MIG layout of GPU `index` as mig-parted or a DRA driver would:
@@ -133,10 +168,11 @@ func (d *Device) GetMigDeviceHandleByIndex(i int) (nvml.Device, nvml.Return) {
 	if ret := d.ret("DeviceGetMigDeviceHandleByIndex"); ret != nvml.SUCCESS {
 		return nil, ret
 	}
-	if i < 0 || i >= len(d.migs) {
+	live := d.liveMIGs()
+	if i < 0 || i >= len(live) {
 		return nil, nvml.ERROR_NOT_FOUND
 	}
-	return d.migs[i], nvml.SUCCESS
+	return live[i], nvml.SUCCESS
 }
 
 // GetGpuInstanceById returns the GPU instance with that id.
@@ -163,8 +199,9 @@ func (d *Device) GetGpuInstanceProfileInfo(profile int) (nvml.GpuInstanceProfile
 }
 
 func (d *Device) migProcesses() []nvml.ProcessInfo {
-	out := make([]nvml.ProcessInfo, 0, len(d.migs))
-	for _, m := range d.migs {
+	live := d.liveMIGs()
+	out := make([]nvml.ProcessInfo, 0, len(live))
+	for _, m := range live {
 		out = append(out, nvml.ProcessInfo{Pid: m.pid, UsedGpuMemory: m.used(), GpuInstanceId: m.giID, ComputeInstanceId: 0})
 	}
 	return out
@@ -179,7 +216,7 @@ func (m *MigDevice) read(call string) nvml.Return {
 	if ret := m.parent.ret(call); ret != nvml.SUCCESS {
 		return ret
 	}
-	if m.destroyed.Load() {
+	if m.gone() {
 		return nvml.ERROR_NOT_FOUND
 	}
 	return nvml.SUCCESS
@@ -236,7 +273,8 @@ func (m *MigDevice) GetComputeRunningProcesses() ([]nvml.ProcessInfo, nvml.Retur
 	return []nvml.ProcessInfo{{Pid: m.pid, UsedGpuMemory: m.used(), GpuInstanceId: m.giID}}, nvml.SUCCESS
 }
 
-// MIGDevices returns the MIG UUIDs of each GPU that has MIG instances, by GPU index.
+// MIGDevices returns the MIG UUIDs of each GPU that has MIG instances, by GPU index (the
+// instances a scenario destroys later included).
 func (s *Simulator) MIGDevices() map[int][]string {
 	out := map[int][]string{}
 	for _, d := range s.devices {

@@ -286,6 +286,34 @@ func mig(m *machine, gpu int, t float64) reading {
 	return steadyTraining(m, gpu, t)
 }
 
+// churnAt is when things end in `churn`, in simulated seconds: late enough for a test to see
+// them first on a loaded machine.
+const churnAt = 40.0
+
+// churnProcesses are GPU 0's processes in `churn` until churnAt: a trainer and its data
+// loader, which then exits, freeing its memory.
+var churnProcesses = []process{
+	{pid: 43001, name: "python3", memShare: 0.7, smShare: 0.85},
+	{pid: 43002, name: "dataloader", memShare: 0.3, smShare: 0.15},
+}
+
+// churn: training, and things end churnAt seconds in: on GPU 0 the data-loader process
+// exits (its memory is freed), and GPU 1, split into two MIG halves (migLayouts), loses the
+// second half (destroyed, as mig-parted or a DRA driver would). Pods ending is the
+// kubelet's business, not the GPU's.
+func churn(m *machine, gpu int, t float64) reading {
+	r := steadyTraining(m, gpu, t)
+	if gpu == 0 {
+		if t < churnAt {
+			r.processes = churnProcesses
+		} else {
+			r.fbUsedFraction *= churnProcesses[0].memShare
+			r.processes = []process{{pid: churnProcesses[0].pid, name: churnProcesses[0].name, memShare: 1, smShare: 1}}
+		}
+	}
+	return r
+}
+
 var scenarios = map[string]scenario{
 	"steady-training":  steadyTraining,
 	"idle":             idle,
@@ -297,6 +325,7 @@ var scenarios = map[string]scenario{
 	"ecc-degrading":    eccDegrading,
 	"shared-gpu":       sharedGPU,
 	"mig":              mig,
+	"churn":            churn,
 }
 
 // Scenarios lists the scenario names.

@@ -80,10 +80,8 @@ func New(opts Options) (*Simulator, error) {
 		FillNotSupported(&md.Device)
 		s.devices = append(s.devices, newDevice(s, md, i, opts))
 	}
-	if opts.Scenario == "mig" {
-		if err := s.setUpMIG(); err != nil {
-			return nil, err
-		}
+	if err := s.setUpMIG(opts.Scenario); err != nil {
+		return nil, err
 	}
 	s.events = newEventSource(s)
 	return s, nil

@@ -227,3 +227,54 @@ func TestGPMThroughNVML(t *testing.T) {
 	x, _ := a100.GpmSampleAlloc()
 	assert.Equal(t, nvml.ERROR_NOT_SUPPORTED, d.GpmSampleGet(x))
 }
+
+// TestChurnEndsAProcessAndAMIGInstance: churnAt seconds in, GPU 0's data loader is gone
+// from the process list and GPU 1's second MIG instance from its MIG devices (its handle
+// answers NOT_FOUND, as a stale MIG handle does); the rest carries on.
+func TestChurnEndsAProcessAndAMIGInstance(t *testing.T) {
+	s, clock := newTestSim(t, "dgxh100", "churn", 1)
+	gpu0, _ := s.DeviceGetHandleByIndex(0)
+	gpu1, _ := s.DeviceGetHandleByIndex(churnMIGGPU)
+	names := func() []string {
+		procs, ret := gpu0.GetComputeRunningProcesses()
+		require.Equal(t, nvml.SUCCESS, ret)
+		var out []string
+		for _, p := range procs {
+			name, ret := s.SystemGetProcessName(int(p.Pid))
+			require.Equal(t, nvml.SUCCESS, ret)
+			out = append(out, name)
+		}
+		return out
+	}
+	migCount := func() int {
+		n := 0
+		for i := 0; i < maxMigDevices; i++ {
+			if _, ret := gpu1.GetMigDeviceHandleByIndex(i); ret == nvml.SUCCESS {
+				n++
+			}
+		}
+		return n
+	}
+	mode, _, ret := gpu1.GetMigMode()
+	require.Equal(t, nvml.SUCCESS, ret)
+	require.Equal(t, nvml.DEVICE_MIG_ENABLE, mode)
+
+	clock.t = clock.t.Add(time.Duration(churnAt-1) * time.Second)
+	assert.ElementsMatch(t, []string{"python3", "dataloader"}, names())
+	require.Equal(t, 2, migCount())
+	doomed, _ := gpu1.GetMigDeviceHandleByIndex(churnDestroyedSlot)
+	_, ret = doomed.GetMemoryInfo()
+	require.Equal(t, nvml.SUCCESS, ret)
+	mem0, _ := gpu0.GetMemoryInfo_v2()
+
+	clock.t = clock.t.Add(2 * time.Second)
+	assert.Equal(t, []string{"python3"}, names())
+	assert.Equal(t, 1, migCount())
+	_, ret = doomed.GetMemoryInfo()
+	assert.Equal(t, nvml.ERROR_NOT_FOUND, ret, "a destroyed instance's handle")
+	procs, _ := gpu1.GetComputeRunningProcesses()
+	assert.Len(t, procs, 1, "the destroyed instance's process is gone with it")
+	mem1, _ := gpu0.GetMemoryInfo_v2()
+	assert.Less(t, mem1.Used, mem0.Used, "the exited process's memory is freed")
+	assert.Contains(t, s.MIGDevices()[churnMIGGPU], doomed.(*MigDevice).uuid, "MIGDevices lists the layout the scenario started with")
+}

@@ -15,13 +15,22 @@ const (
 	nanosecondsPerSecond         = 1e9
 )
 
-// recordClocks reports the current SM and memory clocks (NVML: MHz) in Hz.
+// recordClocks reports the current SM and memory clocks (NVML: MHz) in Hz, and their
+// maxima read at discovery.
 func (r *deviceRead) recordClocks() {
-	if !r.metrics.NvidiaGpuClockFrequency.Enabled {
-		return
+	if r.metrics.NvidiaGpuClockFrequency.Enabled {
+		r.recordClock(callGetClockInfoSM, nvml.CLOCK_SM, metadata.AttributeNvidiaGpuClockTypeSm)
+		r.recordClock(callGetClockInfoMem, nvml.CLOCK_MEM, metadata.AttributeNvidiaGpuClockTypeMemory)
 	}
-	r.recordClock(callGetClockInfoSM, nvml.CLOCK_SM, metadata.AttributeNvidiaGpuClockTypeSm)
-	r.recordClock(callGetClockInfoMem, nvml.CLOCK_MEM, metadata.AttributeNvidiaGpuClockTypeMemory)
+	if r.metrics.NvidiaGpuClockFrequencyMax.Enabled && !r.gone {
+		st := r.dev.static
+		if st.maxSMClockMHz > 0 {
+			r.mb.RecordNvidiaGpuClockFrequencyMaxDataPoint(r.now, int64(st.maxSMClockMHz)*megahertz, metadata.AttributeNvidiaGpuClockTypeSm)
+		}
+		if st.maxMemClockMHz > 0 {
+			r.mb.RecordNvidiaGpuClockFrequencyMaxDataPoint(r.now, int64(st.maxMemClockMHz)*megahertz, metadata.AttributeNvidiaGpuClockTypeMemory)
+		}
+	}
 }
 
 func (r *deviceRead) recordClock(call string, clock nvml.ClockType, attr metadata.AttributeNvidiaGpuClockType) {

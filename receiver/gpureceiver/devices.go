@@ -56,6 +56,7 @@ type staticFacts struct {
 	powerDefaultMW, powerMinMW, powerMaxMW uint32
 	tempLimitsC                            [4]uint32 // indexed like temperatureLimits
 	pcieMaxGen, pcieMaxWidth               int
+	maxSMClockMHz, maxMemClockMHz          uint32
 	nvlinks                                int
 	gpmSupported                           bool
 }
@@ -172,6 +173,14 @@ func (s *gpuScraper) readStaticFacts(h nvml.Device) staticFacts {
 			if v, ret := h.GetTemperatureThreshold(l.threshold); ret == nvml.SUCCESS {
 				st.tempLimitsC[i] = v
 			}
+		}
+	}
+	if m.NvidiaGpuClockFrequencyMax.Enabled {
+		if v, ret := h.GetMaxClockInfo(nvml.CLOCK_SM); ret == nvml.SUCCESS {
+			st.maxSMClockMHz = v
+		}
+		if v, ret := h.GetMaxClockInfo(nvml.CLOCK_MEM); ret == nvml.SUCCESS {
+			st.maxMemClockMHz = v
 		}
 	}
 	if m.NvidiaGpuPcieLinkGenerationMax.Enabled {

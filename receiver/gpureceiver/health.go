@@ -44,13 +44,20 @@ func (r *deviceRead) recordHealth() {
 	}
 }
 
-// recordXIDs reports the cumulative XID counters of the GPU. A watched GPU with no XID yet
-// reports nothing: there is no code to put on the series.
+// recordXIDs reports the cumulative XID counters of the GPU (a watched GPU with no XID yet
+// reports none: there is no code to put on the series) and, opt-in, the last XID's code.
 func (r *deviceRead) recordXIDs() {
-	if r.xids == nil || !r.metrics.NvidiaGpuXidErrors.Enabled {
+	if r.xids == nil {
 		return
 	}
-	for code, n := range r.xids.snapshot(r.dev.uuid) {
-		r.mb.RecordNvidiaGpuXidErrorsDataPoint(r.now, int64(n), int64(code))
+	if r.metrics.NvidiaGpuXidErrors.Enabled {
+		for code, n := range r.xids.snapshot(r.dev.uuid) {
+			r.mb.RecordNvidiaGpuXidErrorsDataPoint(r.now, int64(n), int64(code))
+		}
+	}
+	if r.metrics.NvidiaGpuXidLast.Enabled {
+		if code, watched := r.xids.lastCode(r.dev.uuid); watched {
+			r.mb.RecordNvidiaGpuXidLastDataPoint(r.now, int64(code))
+		}
 	}
 }

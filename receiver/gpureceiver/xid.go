@@ -33,8 +33,10 @@ type xidWatcher struct {
 	set    nvml.EventSet
 	uuids  map[nvml.Device]string
 
-	mu         sync.Mutex
-	counts     map[string]map[uint64]uint64
+	mu     sync.Mutex
+	counts map[string]map[uint64]uint64
+	// last is the code of each GPU's last XID (dcgm-exporter's "last XID" gauge).
+	last       map[string]uint64
 	lastFatal  map[string]time.Time
 	lastSevere map[string]time.Time
 
@@ -57,6 +59,7 @@ func startXIDWatcher(lib nvml.Interface, devices []*gpuDevice, logger *zap.Logge
 		set:        set,
 		uuids:      map[nvml.Device]string{},
 		counts:     map[string]map[uint64]uint64{},
+		last:       map[string]uint64{},
 		lastFatal:  map[string]time.Time{},
 		lastSevere: map[string]time.Time{},
 		stop:       make(chan struct{}),
@@ -120,6 +123,7 @@ func (w *xidWatcher) record(ev nvml.EventData) {
 	code := ev.EventData
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.last[uuid] = code
 	counts := w.counts[uuid]
 	if _, seen := counts[code]; !seen && len(counts) >= maxXIDCodesPerGPU {
 		code = xidOverflowCode
@@ -142,6 +146,15 @@ func (w *xidWatcher) snapshot(uuid string) map[uint64]uint64 {
 		out[code] = n
 	}
 	return out
+}
+
+// lastCode is the code of the GPU's last XID, 0 before any; watched is false for a GPU
+// whose XID events could not be registered.
+func (w *xidWatcher) lastCode(uuid string) (code uint64, watched bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	_, watched = w.counts[uuid]
+	return w.last[uuid], watched
 }
 
 // recent reports whether the GPU had a fatal or a severe XID within healthWindow.
@@ -183,6 +196,11 @@ func (w *xidWatcher) carryCounts(old *xidWatcher) {
 		}
 		for code, n := range counts {
 			w.counts[uuid][code] += n
+		}
+	}
+	for uuid, code := range old.last {
+		if _, newer := w.last[uuid]; !newer {
+			w.last[uuid] = code
 		}
 	}
 	for uuid, t := range old.lastFatal {

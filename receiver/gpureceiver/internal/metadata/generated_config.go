@@ -427,6 +427,54 @@ func (ms *NvidiaGpuClockFrequencyMetricConfig) Validate() error {
 	return nil
 }
 
+// NvidiaGpuClockFrequencyMaxMetricAttributeKey specifies the key of an attribute for the nvidia.gpu.clock.frequency.max metric.
+type NvidiaGpuClockFrequencyMaxMetricAttributeKey string
+
+const (
+	NvidiaGpuClockFrequencyMaxMetricAttributeKeyNvidiaGpuClockType NvidiaGpuClockFrequencyMaxMetricAttributeKey = "nvidia.gpu.clock.type"
+)
+
+// NvidiaGpuClockFrequencyMaxMetricConfig provides config for the nvidia.gpu.clock.frequency.max metric.
+type NvidiaGpuClockFrequencyMaxMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+
+	AggregationStrategy string                                         `mapstructure:"aggregation_strategy"`
+	EnabledAttributes   []NvidiaGpuClockFrequencyMaxMetricAttributeKey `mapstructure:"attributes"`
+}
+
+func (ms *NvidiaGpuClockFrequencyMaxMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+func (ms *NvidiaGpuClockFrequencyMaxMetricConfig) Validate() error {
+	for _, val := range ms.EnabledAttributes {
+		switch val {
+		case NvidiaGpuClockFrequencyMaxMetricAttributeKeyNvidiaGpuClockType:
+		default:
+			return fmt.Errorf("metric nvidia.gpu.clock.frequency.max doesn't have an attribute %v, valid attributes: [nvidia.gpu.clock.type]", val)
+		}
+	}
+
+	switch ms.AggregationStrategy {
+	case AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax:
+	default:
+		return fmt.Errorf("invalid aggregation strategy %q, valid strategies: [%s, %s, %s, %s]", ms.AggregationStrategy, AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax)
+	}
+
+	return nil
+}
+
 // NvidiaGpuClockEventActiveMetricAttributeKey specifies the key of an attribute for the nvidia.gpu.clock_event.active metric.
 type NvidiaGpuClockEventActiveMetricAttributeKey string
 
@@ -1354,6 +1402,26 @@ func (ms *NvidiaGpuXidErrorsMetricConfig) Validate() error {
 	return nil
 }
 
+// NvidiaGpuXidLastMetricConfig provides config for the nvidia.gpu.xid.last metric.
+type NvidiaGpuXidLastMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+}
+
+func (ms *NvidiaGpuXidLastMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
 // NvidiaNvmlAvailableMetricConfig provides config for the nvidia.nvml.available metric.
 type NvidiaNvmlAvailableMetricConfig struct {
 	Enabled          bool `mapstructure:"enabled"`
@@ -1435,6 +1503,7 @@ type MetricsConfig struct {
 	HwTemperature                      HwTemperatureMetricConfig                      `mapstructure:"hw.temperature"`
 	HwTemperatureLimit                 HwTemperatureLimitMetricConfig                 `mapstructure:"hw.temperature.limit"`
 	NvidiaGpuClockFrequency            NvidiaGpuClockFrequencyMetricConfig            `mapstructure:"nvidia.gpu.clock.frequency"`
+	NvidiaGpuClockFrequencyMax         NvidiaGpuClockFrequencyMaxMetricConfig         `mapstructure:"nvidia.gpu.clock.frequency.max"`
 	NvidiaGpuClockEventActive          NvidiaGpuClockEventActiveMetricConfig          `mapstructure:"nvidia.gpu.clock_event.active"`
 	NvidiaGpuClockEventDuration        NvidiaGpuClockEventDurationMetricConfig        `mapstructure:"nvidia.gpu.clock_event.duration"`
 	NvidiaGpuCount                     NvidiaGpuCountMetricConfig                     `mapstructure:"nvidia.gpu.count"`
@@ -1463,6 +1532,7 @@ type MetricsConfig struct {
 	NvidiaGpuProfilingActivity         NvidiaGpuProfilingActivityMetricConfig         `mapstructure:"nvidia.gpu.profiling.activity"`
 	NvidiaGpuProfilingBandwidth        NvidiaGpuProfilingBandwidthMetricConfig        `mapstructure:"nvidia.gpu.profiling.bandwidth"`
 	NvidiaGpuXidErrors                 NvidiaGpuXidErrorsMetricConfig                 `mapstructure:"nvidia.gpu.xid.errors"`
+	NvidiaGpuXidLast                   NvidiaGpuXidLastMetricConfig                   `mapstructure:"nvidia.gpu.xid.last"`
 	NvidiaNvmlAvailable                NvidiaNvmlAvailableMetricConfig                `mapstructure:"nvidia.nvml.available"`
 	NvidiaNvmlInitErrors               NvidiaNvmlInitErrorsMetricConfig               `mapstructure:"nvidia.nvml.init.errors"`
 }
@@ -1515,6 +1585,11 @@ func DefaultMetricsConfig() MetricsConfig {
 			Enabled:             true,
 			AggregationStrategy: AggregationStrategyAvg,
 			EnabledAttributes:   []NvidiaGpuClockFrequencyMetricAttributeKey{NvidiaGpuClockFrequencyMetricAttributeKeyNvidiaGpuClockType},
+		},
+		NvidiaGpuClockFrequencyMax: NvidiaGpuClockFrequencyMaxMetricConfig{
+			Enabled:             false,
+			AggregationStrategy: AggregationStrategyAvg,
+			EnabledAttributes:   []NvidiaGpuClockFrequencyMaxMetricAttributeKey{NvidiaGpuClockFrequencyMaxMetricAttributeKeyNvidiaGpuClockType},
 		},
 		NvidiaGpuClockEventActive: NvidiaGpuClockEventActiveMetricConfig{
 			Enabled:             true,
@@ -1625,6 +1700,9 @@ func DefaultMetricsConfig() MetricsConfig {
 			Enabled:             true,
 			AggregationStrategy: AggregationStrategySum,
 			EnabledAttributes:   []NvidiaGpuXidErrorsMetricAttributeKey{NvidiaGpuXidErrorsMetricAttributeKeyNvidiaGpuXid},
+		},
+		NvidiaGpuXidLast: NvidiaGpuXidLastMetricConfig{
+			Enabled: false,
 		},
 		NvidiaNvmlAvailable: NvidiaNvmlAvailableMetricConfig{
 			Enabled: true,

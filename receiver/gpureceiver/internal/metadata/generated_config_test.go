@@ -73,6 +73,11 @@ func TestMetricsBuilderConfig(t *testing.T) {
 						AggregationStrategy: AggregationStrategyAvg,
 						EnabledAttributes:   []NvidiaGpuClockFrequencyMetricAttributeKey{NvidiaGpuClockFrequencyMetricAttributeKeyNvidiaGpuClockType},
 					},
+					NvidiaGpuClockFrequencyMax: NvidiaGpuClockFrequencyMaxMetricConfig{
+						Enabled:             true,
+						AggregationStrategy: AggregationStrategyAvg,
+						EnabledAttributes:   []NvidiaGpuClockFrequencyMaxMetricAttributeKey{NvidiaGpuClockFrequencyMaxMetricAttributeKeyNvidiaGpuClockType},
+					},
 					NvidiaGpuClockEventActive: NvidiaGpuClockEventActiveMetricConfig{
 						Enabled:             true,
 						AggregationStrategy: AggregationStrategySum,
@@ -182,6 +187,9 @@ func TestMetricsBuilderConfig(t *testing.T) {
 						Enabled:             true,
 						AggregationStrategy: AggregationStrategySum,
 						EnabledAttributes:   []NvidiaGpuXidErrorsMetricAttributeKey{NvidiaGpuXidErrorsMetricAttributeKeyNvidiaGpuXid},
+					},
+					NvidiaGpuXidLast: NvidiaGpuXidLastMetricConfig{
+						Enabled: true,
 					},
 					NvidiaNvmlAvailable: NvidiaNvmlAvailableMetricConfig{
 						Enabled: true,
@@ -264,6 +272,11 @@ func TestMetricsBuilderConfig(t *testing.T) {
 						AggregationStrategy: AggregationStrategyAvg,
 						EnabledAttributes:   []NvidiaGpuClockFrequencyMetricAttributeKey{NvidiaGpuClockFrequencyMetricAttributeKeyNvidiaGpuClockType},
 					},
+					NvidiaGpuClockFrequencyMax: NvidiaGpuClockFrequencyMaxMetricConfig{
+						Enabled:             false,
+						AggregationStrategy: AggregationStrategyAvg,
+						EnabledAttributes:   []NvidiaGpuClockFrequencyMaxMetricAttributeKey{NvidiaGpuClockFrequencyMaxMetricAttributeKeyNvidiaGpuClockType},
+					},
 					NvidiaGpuClockEventActive: NvidiaGpuClockEventActiveMetricConfig{
 						Enabled:             false,
 						AggregationStrategy: AggregationStrategySum,
@@ -374,6 +387,9 @@ func TestMetricsBuilderConfig(t *testing.T) {
 						AggregationStrategy: AggregationStrategySum,
 						EnabledAttributes:   []NvidiaGpuXidErrorsMetricAttributeKey{NvidiaGpuXidErrorsMetricAttributeKeyNvidiaGpuXid},
 					},
+					NvidiaGpuXidLast: NvidiaGpuXidLastMetricConfig{
+						Enabled: false,
+					},
 					NvidiaNvmlAvailable: NvidiaNvmlAvailableMetricConfig{
 						Enabled: false,
 					},
@@ -408,7 +424,7 @@ func TestMetricsBuilderConfig(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := loadMetricsBuilderConfig(t, tt.name)
-			diff := cmp.Diff(tt.want, cfg, cmpopts.IgnoreUnexported(HwEnergyMetricConfig{}, HwErrorsMetricConfig{}, HwGpuIoMetricConfig{}, HwGpuMemoryLimitMetricConfig{}, HwGpuMemoryUsageMetricConfig{}, HwGpuUtilizationMetricConfig{}, HwPowerMetricConfig{}, HwStatusMetricConfig{}, HwTemperatureMetricConfig{}, HwTemperatureLimitMetricConfig{}, NvidiaGpuClockFrequencyMetricConfig{}, NvidiaGpuClockEventActiveMetricConfig{}, NvidiaGpuClockEventDurationMetricConfig{}, NvidiaGpuCountMetricConfig{}, NvidiaGpuFanSpeedMetricConfig{}, NvidiaGpuMemoryFreeMetricConfig{}, NvidiaGpuMemoryRemapFailedMetricConfig{}, NvidiaGpuMemoryRemapPendingMetricConfig{}, NvidiaGpuMemoryRemappedRowsMetricConfig{}, NvidiaGpuMemoryReservedMetricConfig{}, NvidiaGpuMemoryRetiredPagesMetricConfig{}, NvidiaGpuMemoryRetiredPagesPendingMetricConfig{}, NvidiaGpuMemoryCopyUtilizationMetricConfig{}, NvidiaGpuNvlinkErrorsMetricConfig{}, NvidiaGpuNvlinkIoMetricConfig{}, NvidiaGpuNvlinkStateMetricConfig{}, NvidiaGpuPcieLinkGenerationMetricConfig{}, NvidiaGpuPcieLinkGenerationMaxMetricConfig{}, NvidiaGpuPcieLinkWidthMetricConfig{}, NvidiaGpuPcieLinkWidthMaxMetricConfig{}, NvidiaGpuPcieReplaysMetricConfig{}, NvidiaGpuPerformanceStateMetricConfig{}, NvidiaGpuPowerLimitMetricConfig{}, NvidiaGpuPowerLimitBoardMetricConfig{}, NvidiaGpuProcessMemoryUsageMetricConfig{}, NvidiaGpuProcessUtilizationMetricConfig{}, NvidiaGpuProfilingActivityMetricConfig{}, NvidiaGpuProfilingBandwidthMetricConfig{}, NvidiaGpuXidErrorsMetricConfig{}, NvidiaNvmlAvailableMetricConfig{}, NvidiaNvmlInitErrorsMetricConfig{}, ResourceAttributeConfig{}))
+			diff := cmp.Diff(tt.want, cfg, cmpopts.IgnoreUnexported(HwEnergyMetricConfig{}, HwErrorsMetricConfig{}, HwGpuIoMetricConfig{}, HwGpuMemoryLimitMetricConfig{}, HwGpuMemoryUsageMetricConfig{}, HwGpuUtilizationMetricConfig{}, HwPowerMetricConfig{}, HwStatusMetricConfig{}, HwTemperatureMetricConfig{}, HwTemperatureLimitMetricConfig{}, NvidiaGpuClockFrequencyMetricConfig{}, NvidiaGpuClockFrequencyMaxMetricConfig{}, NvidiaGpuClockEventActiveMetricConfig{}, NvidiaGpuClockEventDurationMetricConfig{}, NvidiaGpuCountMetricConfig{}, NvidiaGpuFanSpeedMetricConfig{}, NvidiaGpuMemoryFreeMetricConfig{}, NvidiaGpuMemoryRemapFailedMetricConfig{}, NvidiaGpuMemoryRemapPendingMetricConfig{}, NvidiaGpuMemoryRemappedRowsMetricConfig{}, NvidiaGpuMemoryReservedMetricConfig{}, NvidiaGpuMemoryRetiredPagesMetricConfig{}, NvidiaGpuMemoryRetiredPagesPendingMetricConfig{}, NvidiaGpuMemoryCopyUtilizationMetricConfig{}, NvidiaGpuNvlinkErrorsMetricConfig{}, NvidiaGpuNvlinkIoMetricConfig{}, NvidiaGpuNvlinkStateMetricConfig{}, NvidiaGpuPcieLinkGenerationMetricConfig{}, NvidiaGpuPcieLinkGenerationMaxMetricConfig{}, NvidiaGpuPcieLinkWidthMetricConfig{}, NvidiaGpuPcieLinkWidthMaxMetricConfig{}, NvidiaGpuPcieReplaysMetricConfig{}, NvidiaGpuPerformanceStateMetricConfig{}, NvidiaGpuPowerLimitMetricConfig{}, NvidiaGpuPowerLimitBoardMetricConfig{}, NvidiaGpuProcessMemoryUsageMetricConfig{}, NvidiaGpuProcessUtilizationMetricConfig{}, NvidiaGpuProfilingActivityMetricConfig{}, NvidiaGpuProfilingBandwidthMetricConfig{}, NvidiaGpuXidErrorsMetricConfig{}, NvidiaGpuXidLastMetricConfig{}, NvidiaNvmlAvailableMetricConfig{}, NvidiaNvmlInitErrorsMetricConfig{}, ResourceAttributeConfig{}))
 			require.Emptyf(t, diff, "Config mismatch (-expected +actual):\n%s", diff)
 		})
 	}
@@ -494,6 +510,18 @@ func TestNvidiaGpuClockFrequencyMetricsConfig_Validate(t *testing.T) {
 	require.ErrorContains(t, cfg.Validate(), "metric nvidia.gpu.clock.frequency doesn't have an attribute invalid, valid attributes: [nvidia.gpu.clock.type]")
 
 	cfg = DefaultMetricsConfig().NvidiaGpuClockFrequency
+	cfg.AggregationStrategy = "invalid"
+	require.ErrorContains(t, cfg.Validate(), "invalid aggregation strategy")
+}
+
+func TestNvidiaGpuClockFrequencyMaxMetricsConfig_Validate(t *testing.T) {
+	cfg := DefaultMetricsConfig().NvidiaGpuClockFrequencyMax
+	require.NoError(t, cfg.Validate())
+
+	cfg.EnabledAttributes = []NvidiaGpuClockFrequencyMaxMetricAttributeKey{"invalid"}
+	require.ErrorContains(t, cfg.Validate(), "metric nvidia.gpu.clock.frequency.max doesn't have an attribute invalid, valid attributes: [nvidia.gpu.clock.type]")
+
+	cfg = DefaultMetricsConfig().NvidiaGpuClockFrequencyMax
 	cfg.AggregationStrategy = "invalid"
 	require.ErrorContains(t, cfg.Validate(), "invalid aggregation strategy")
 }

@@ -573,6 +573,10 @@ var MetricsInfo = metricsInfo{
 		Name:       "nvidia.gpu.clock.frequency",
 		Attributes: []string{"nvidia.gpu.clock.type"},
 	},
+	NvidiaGpuClockFrequencyMax: metricInfo{
+		Name:       "nvidia.gpu.clock.frequency.max",
+		Attributes: []string{"nvidia.gpu.clock.type"},
+	},
 	NvidiaGpuClockEventActive: metricInfo{
 		Name:       "nvidia.gpu.clock_event.active",
 		Attributes: []string{"nvidia.gpu.clock_event.reason"},
@@ -670,6 +674,9 @@ var MetricsInfo = metricsInfo{
 		Name:       "nvidia.gpu.xid.errors",
 		Attributes: []string{"nvidia.gpu.xid"},
 	},
+	NvidiaGpuXidLast: metricInfo{
+		Name: "nvidia.gpu.xid.last",
+	},
 	NvidiaNvmlAvailable: metricInfo{
 		Name: "nvidia.nvml.available",
 	},
@@ -691,6 +698,7 @@ type metricsInfo struct {
 	HwTemperature                      metricInfo
 	HwTemperatureLimit                 metricInfo
 	NvidiaGpuClockFrequency            metricInfo
+	NvidiaGpuClockFrequencyMax         metricInfo
 	NvidiaGpuClockEventActive          metricInfo
 	NvidiaGpuClockEventDuration        metricInfo
 	NvidiaGpuCount                     metricInfo
@@ -719,6 +727,7 @@ type metricsInfo struct {
 	NvidiaGpuProfilingActivity         metricInfo
 	NvidiaGpuProfilingBandwidth        metricInfo
 	NvidiaGpuXidErrors                 metricInfo
+	NvidiaGpuXidLast                   metricInfo
 	NvidiaNvmlAvailable                metricInfo
 	NvidiaNvmlInitErrors               metricInfo
 }
@@ -1561,6 +1570,95 @@ func (m *metricNvidiaGpuClockFrequency) emit(metrics pmetric.MetricSlice) {
 
 func newMetricNvidiaGpuClockFrequency(cfg NvidiaGpuClockFrequencyMetricConfig) metricNvidiaGpuClockFrequency {
 	m := metricNvidiaGpuClockFrequency{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
+type metricNvidiaGpuClockFrequencyMax struct {
+	data          pmetric.Metric                         // data buffer for generated metric.
+	config        NvidiaGpuClockFrequencyMaxMetricConfig // metric config provided by user.
+	capacity      int                                    // max observed number of data points added to the metric.
+	aggDataPoints []int64                                // slice containing number of aggregated datapoints at each index
+}
+
+// init fills nvidia.gpu.clock.frequency.max metric with initial data.
+func (m *metricNvidiaGpuClockFrequencyMax) init() {
+	m.data.SetName("nvidia.gpu.clock.frequency.max")
+	m.data.SetDescription("Highest clock the GPU supports (nvmlDeviceGetMaxClockInfo; dcgm-exporter's DCGM_FI_DEV_MAX_SM_CLOCK and DCGM_FI_DEV_MAX_MEM_CLOCK). Static; read once per discovery.")
+	m.data.SetUnit("Hz")
+	m.data.SetEmptyGauge()
+	m.data.Gauge().DataPoints().EnsureCapacity(m.capacity)
+	m.aggDataPoints = m.aggDataPoints[:0]
+}
+
+func (m *metricNvidiaGpuClockFrequencyMax) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val int64, nvidiaGpuClockTypeAttributeValue string) {
+	if !m.config.Enabled {
+		return
+	}
+
+	dp := pmetric.NewNumberDataPoint()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	if slices.Contains(m.config.EnabledAttributes, NvidiaGpuClockFrequencyMaxMetricAttributeKeyNvidiaGpuClockType) {
+		dp.Attributes().PutStr("nvidia.gpu.clock.type", nvidiaGpuClockTypeAttributeValue)
+	}
+
+	var s string
+	dps := m.data.Gauge().DataPoints()
+	for i := 0; i < dps.Len(); i++ {
+		dpi := dps.At(i)
+		if dp.Attributes().Equal(dpi.Attributes()) && dp.StartTimestamp() == dpi.StartTimestamp() && dp.Timestamp() == dpi.Timestamp() {
+			switch s = m.config.AggregationStrategy; s {
+			case AggregationStrategySum, AggregationStrategyAvg:
+				dpi.SetIntValue(dpi.IntValue() + val)
+				m.aggDataPoints[i] += 1
+				return
+			case AggregationStrategyMin:
+				if dpi.IntValue() > val {
+					dpi.SetIntValue(val)
+				}
+				return
+			case AggregationStrategyMax:
+				if dpi.IntValue() < val {
+					dpi.SetIntValue(val)
+				}
+				return
+			}
+		}
+	}
+
+	dp.SetIntValue(val)
+	m.aggDataPoints = append(m.aggDataPoints, 1)
+	dp.MoveTo(dps.AppendEmpty())
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricNvidiaGpuClockFrequencyMax) updateCapacity() {
+	if m.data.Gauge().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Gauge().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricNvidiaGpuClockFrequencyMax) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Gauge().DataPoints().Len() > 0 {
+		if m.config.AggregationStrategy == AggregationStrategyAvg {
+			for i, aggCount := range m.aggDataPoints {
+				m.data.Gauge().DataPoints().At(i).SetIntValue(m.data.Gauge().DataPoints().At(i).IntValue() / aggCount)
+			}
+		}
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricNvidiaGpuClockFrequencyMax(cfg NvidiaGpuClockFrequencyMaxMetricConfig) metricNvidiaGpuClockFrequencyMax {
+	m := metricNvidiaGpuClockFrequencyMax{config: cfg}
 
 	if cfg.Enabled {
 		m.data = pmetric.NewMetric()
@@ -3525,6 +3623,56 @@ func newMetricNvidiaGpuXidErrors(cfg NvidiaGpuXidErrorsMetricConfig) metricNvidi
 	return m
 }
 
+type metricNvidiaGpuXidLast struct {
+	data     pmetric.Metric               // data buffer for generated metric.
+	config   NvidiaGpuXidLastMetricConfig // metric config provided by user.
+	capacity int                          // max observed number of data points added to the metric.
+}
+
+// init fills nvidia.gpu.xid.last metric with initial data.
+func (m *metricNvidiaGpuXidLast) init() {
+	m.data.SetName("nvidia.gpu.xid.last")
+	m.data.SetDescription("Code of the last XID the driver reported since the receiver started, 0 before any - dcgm-exporter's DCGM_FI_DEV_XID_ERRORS, for compatibility. It never resets and hides repeats and earlier codes; alert on nvidia.gpu.xid.errors instead.")
+	m.data.SetUnit("1")
+	m.data.SetEmptyGauge()
+}
+
+func (m *metricNvidiaGpuXidLast) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val int64) {
+	if !m.config.Enabled {
+		return
+	}
+	dp := m.data.Gauge().DataPoints().AppendEmpty()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	dp.SetIntValue(val)
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricNvidiaGpuXidLast) updateCapacity() {
+	if m.data.Gauge().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Gauge().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricNvidiaGpuXidLast) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Gauge().DataPoints().Len() > 0 {
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricNvidiaGpuXidLast(cfg NvidiaGpuXidLastMetricConfig) metricNvidiaGpuXidLast {
+	m := metricNvidiaGpuXidLast{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
 type metricNvidiaNvmlAvailable struct {
 	data     pmetric.Metric                  // data buffer for generated metric.
 	config   NvidiaNvmlAvailableMetricConfig // metric config provided by user.
@@ -3689,6 +3837,7 @@ type MetricsBuilder struct {
 	metricHwTemperature                      metricHwTemperature
 	metricHwTemperatureLimit                 metricHwTemperatureLimit
 	metricNvidiaGpuClockFrequency            metricNvidiaGpuClockFrequency
+	metricNvidiaGpuClockFrequencyMax         metricNvidiaGpuClockFrequencyMax
 	metricNvidiaGpuClockEventActive          metricNvidiaGpuClockEventActive
 	metricNvidiaGpuClockEventDuration        metricNvidiaGpuClockEventDuration
 	metricNvidiaGpuCount                     metricNvidiaGpuCount
@@ -3717,6 +3866,7 @@ type MetricsBuilder struct {
 	metricNvidiaGpuProfilingActivity         metricNvidiaGpuProfilingActivity
 	metricNvidiaGpuProfilingBandwidth        metricNvidiaGpuProfilingBandwidth
 	metricNvidiaGpuXidErrors                 metricNvidiaGpuXidErrors
+	metricNvidiaGpuXidLast                   metricNvidiaGpuXidLast
 	metricNvidiaNvmlAvailable                metricNvidiaNvmlAvailable
 	metricNvidiaNvmlInitErrors               metricNvidiaNvmlInitErrors
 }
@@ -3755,6 +3905,7 @@ func NewMetricsBuilder(mbc MetricsBuilderConfig, settings receiver.Settings, opt
 		metricHwTemperature:                      newMetricHwTemperature(mbc.Metrics.HwTemperature),
 		metricHwTemperatureLimit:                 newMetricHwTemperatureLimit(mbc.Metrics.HwTemperatureLimit),
 		metricNvidiaGpuClockFrequency:            newMetricNvidiaGpuClockFrequency(mbc.Metrics.NvidiaGpuClockFrequency),
+		metricNvidiaGpuClockFrequencyMax:         newMetricNvidiaGpuClockFrequencyMax(mbc.Metrics.NvidiaGpuClockFrequencyMax),
 		metricNvidiaGpuClockEventActive:          newMetricNvidiaGpuClockEventActive(mbc.Metrics.NvidiaGpuClockEventActive),
 		metricNvidiaGpuClockEventDuration:        newMetricNvidiaGpuClockEventDuration(mbc.Metrics.NvidiaGpuClockEventDuration),
 		metricNvidiaGpuCount:                     newMetricNvidiaGpuCount(mbc.Metrics.NvidiaGpuCount),
@@ -3783,6 +3934,7 @@ func NewMetricsBuilder(mbc MetricsBuilderConfig, settings receiver.Settings, opt
 		metricNvidiaGpuProfilingActivity:         newMetricNvidiaGpuProfilingActivity(mbc.Metrics.NvidiaGpuProfilingActivity),
 		metricNvidiaGpuProfilingBandwidth:        newMetricNvidiaGpuProfilingBandwidth(mbc.Metrics.NvidiaGpuProfilingBandwidth),
 		metricNvidiaGpuXidErrors:                 newMetricNvidiaGpuXidErrors(mbc.Metrics.NvidiaGpuXidErrors),
+		metricNvidiaGpuXidLast:                   newMetricNvidiaGpuXidLast(mbc.Metrics.NvidiaGpuXidLast),
 		metricNvidiaNvmlAvailable:                newMetricNvidiaNvmlAvailable(mbc.Metrics.NvidiaNvmlAvailable),
 		metricNvidiaNvmlInitErrors:               newMetricNvidiaNvmlInitErrors(mbc.Metrics.NvidiaNvmlInitErrors),
 		resourceAttributeIncludeFilter:           make(map[string]filter.Filter),
@@ -3971,6 +4123,7 @@ func (mb *MetricsBuilder) EmitForResource(options ...ResourceMetricsOption) {
 	mb.metricHwTemperature.emit(ils.Metrics())
 	mb.metricHwTemperatureLimit.emit(ils.Metrics())
 	mb.metricNvidiaGpuClockFrequency.emit(ils.Metrics())
+	mb.metricNvidiaGpuClockFrequencyMax.emit(ils.Metrics())
 	mb.metricNvidiaGpuClockEventActive.emit(ils.Metrics())
 	mb.metricNvidiaGpuClockEventDuration.emit(ils.Metrics())
 	mb.metricNvidiaGpuCount.emit(ils.Metrics())
@@ -3999,6 +4152,7 @@ func (mb *MetricsBuilder) EmitForResource(options ...ResourceMetricsOption) {
 	mb.metricNvidiaGpuProfilingActivity.emit(ils.Metrics())
 	mb.metricNvidiaGpuProfilingBandwidth.emit(ils.Metrics())
 	mb.metricNvidiaGpuXidErrors.emit(ils.Metrics())
+	mb.metricNvidiaGpuXidLast.emit(ils.Metrics())
 	mb.metricNvidiaNvmlAvailable.emit(ils.Metrics())
 	mb.metricNvidiaNvmlInitErrors.emit(ils.Metrics())
 
@@ -4085,6 +4239,11 @@ func (mb *MetricsBuilder) RecordHwTemperatureLimitDataPoint(ts pcommon.Timestamp
 // RecordNvidiaGpuClockFrequencyDataPoint adds a data point to nvidia.gpu.clock.frequency metric.
 func (mb *MetricsBuilder) RecordNvidiaGpuClockFrequencyDataPoint(ts pcommon.Timestamp, val int64, nvidiaGpuClockTypeAttributeValue AttributeNvidiaGpuClockType) {
 	mb.metricNvidiaGpuClockFrequency.recordDataPoint(mb.startTime, ts, val, nvidiaGpuClockTypeAttributeValue.String())
+}
+
+// RecordNvidiaGpuClockFrequencyMaxDataPoint adds a data point to nvidia.gpu.clock.frequency.max metric.
+func (mb *MetricsBuilder) RecordNvidiaGpuClockFrequencyMaxDataPoint(ts pcommon.Timestamp, val int64, nvidiaGpuClockTypeAttributeValue AttributeNvidiaGpuClockType) {
+	mb.metricNvidiaGpuClockFrequencyMax.recordDataPoint(mb.startTime, ts, val, nvidiaGpuClockTypeAttributeValue.String())
 }
 
 // RecordNvidiaGpuClockEventActiveDataPoint adds a data point to nvidia.gpu.clock_event.active metric.
@@ -4225,6 +4384,11 @@ func (mb *MetricsBuilder) RecordNvidiaGpuProfilingBandwidthDataPoint(ts pcommon.
 // RecordNvidiaGpuXidErrorsDataPoint adds a data point to nvidia.gpu.xid.errors metric.
 func (mb *MetricsBuilder) RecordNvidiaGpuXidErrorsDataPoint(ts pcommon.Timestamp, val int64, nvidiaGpuXidAttributeValue int64) {
 	mb.metricNvidiaGpuXidErrors.recordDataPoint(mb.startTime, ts, val, nvidiaGpuXidAttributeValue)
+}
+
+// RecordNvidiaGpuXidLastDataPoint adds a data point to nvidia.gpu.xid.last metric.
+func (mb *MetricsBuilder) RecordNvidiaGpuXidLastDataPoint(ts pcommon.Timestamp, val int64) {
+	mb.metricNvidiaGpuXidLast.recordDataPoint(mb.startTime, ts, val)
 }
 
 // RecordNvidiaNvmlAvailableDataPoint adds a data point to nvidia.nvml.available metric.

@@ -74,6 +74,7 @@ func TestMetricsBuilder(t *testing.T) {
 			aggMap["hw.temperature"] = mb.metricHwTemperature.config.AggregationStrategy
 			aggMap["hw.temperature.limit"] = mb.metricHwTemperatureLimit.config.AggregationStrategy
 			aggMap["nvidia.gpu.clock.frequency"] = mb.metricNvidiaGpuClockFrequency.config.AggregationStrategy
+			aggMap["nvidia.gpu.clock.frequency.max"] = mb.metricNvidiaGpuClockFrequencyMax.config.AggregationStrategy
 			aggMap["nvidia.gpu.clock_event.active"] = mb.metricNvidiaGpuClockEventActive.config.AggregationStrategy
 			aggMap["nvidia.gpu.clock_event.duration"] = mb.metricNvidiaGpuClockEventDuration.config.AggregationStrategy
 			aggMap["nvidia.gpu.memory.remapped_rows"] = mb.metricNvidiaGpuMemoryRemappedRows.config.AggregationStrategy
@@ -149,6 +150,12 @@ func TestMetricsBuilder(t *testing.T) {
 			mb.RecordNvidiaGpuClockFrequencyDataPoint(ts, 1, AttributeNvidiaGpuClockTypeSm)
 			if tt.name == "reaggregate_set" {
 				mb.RecordNvidiaGpuClockFrequencyDataPoint(ts, 3, AttributeNvidiaGpuClockTypeMemory)
+			}
+
+			allMetricsCount++
+			mb.RecordNvidiaGpuClockFrequencyMaxDataPoint(ts, 1, AttributeNvidiaGpuClockTypeSm)
+			if tt.name == "reaggregate_set" {
+				mb.RecordNvidiaGpuClockFrequencyMaxDataPoint(ts, 3, AttributeNvidiaGpuClockTypeMemory)
 			}
 			defaultMetricsCount++
 			allMetricsCount++
@@ -273,6 +280,9 @@ func TestMetricsBuilder(t *testing.T) {
 			if tt.name == "reaggregate_set" {
 				mb.RecordNvidiaGpuXidErrorsDataPoint(ts, 3, 15)
 			}
+
+			allMetricsCount++
+			mb.RecordNvidiaGpuXidLastDataPoint(ts, 1)
 			defaultMetricsCount++
 			allMetricsCount++
 			mb.RecordNvidiaNvmlAvailableDataPoint(ts, 1)
@@ -311,6 +321,7 @@ func TestMetricsBuilder(t *testing.T) {
 				assert.Empty(t, mb.metricHwTemperature.aggDataPoints)
 				assert.Empty(t, mb.metricHwTemperatureLimit.aggDataPoints)
 				assert.Empty(t, mb.metricNvidiaGpuClockFrequency.aggDataPoints)
+				assert.Empty(t, mb.metricNvidiaGpuClockFrequencyMax.aggDataPoints)
 				assert.Empty(t, mb.metricNvidiaGpuClockEventActive.aggDataPoints)
 				assert.Empty(t, mb.metricNvidiaGpuClockEventDuration.aggDataPoints)
 				assert.Empty(t, mb.metricNvidiaGpuMemoryRemappedRows.aggDataPoints)
@@ -696,6 +707,46 @@ func TestMetricsBuilder(t *testing.T) {
 						assert.Equal(t, ts, dp.Timestamp())
 						assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
 						switch aggMap["nvidia.gpu.clock.frequency"] {
+						case "sum":
+							assert.Equal(t, int64(4), dp.IntValue())
+						case "avg":
+							assert.Equal(t, int64(2), dp.IntValue())
+						case "min":
+							assert.Equal(t, int64(1), dp.IntValue())
+						case "max":
+							assert.Equal(t, int64(3), dp.IntValue())
+						}
+						_, ok := dp.Attributes().Get("nvidia.gpu.clock.type")
+						assert.False(t, ok)
+					}
+				case "nvidia.gpu.clock.frequency.max":
+					if tt.name != "reaggregate_set" {
+						assert.False(t, validatedMetrics["nvidia.gpu.clock.frequency.max"], "Found a duplicate in the metrics slice: nvidia.gpu.clock.frequency.max")
+						validatedMetrics["nvidia.gpu.clock.frequency.max"] = true
+						assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
+						assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
+						assert.Equal(t, "Highest clock the GPU supports (nvmlDeviceGetMaxClockInfo; dcgm-exporter's DCGM_FI_DEV_MAX_SM_CLOCK and DCGM_FI_DEV_MAX_MEM_CLOCK). Static; read once per discovery.", mi.Description())
+						assert.Equal(t, "Hz", mi.Unit())
+						dp := mi.Gauge().DataPoints().At(0)
+						assert.Equal(t, start, dp.StartTimestamp())
+						assert.Equal(t, ts, dp.Timestamp())
+						assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
+						assert.Equal(t, int64(1), dp.IntValue())
+						nvidiaGpuClockTypeAttrVal, ok := dp.Attributes().Get("nvidia.gpu.clock.type")
+						assert.True(t, ok)
+						assert.Equal(t, "sm", nvidiaGpuClockTypeAttrVal.Str())
+					} else {
+						assert.False(t, validatedMetrics["nvidia.gpu.clock.frequency.max"], "Found a duplicate in the metrics slice: nvidia.gpu.clock.frequency.max")
+						validatedMetrics["nvidia.gpu.clock.frequency.max"] = true
+						assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
+						assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
+						assert.Equal(t, "Highest clock the GPU supports (nvmlDeviceGetMaxClockInfo; dcgm-exporter's DCGM_FI_DEV_MAX_SM_CLOCK and DCGM_FI_DEV_MAX_MEM_CLOCK). Static; read once per discovery.", mi.Description())
+						assert.Equal(t, "Hz", mi.Unit())
+						dp := mi.Gauge().DataPoints().At(0)
+						assert.Equal(t, start, dp.StartTimestamp())
+						assert.Equal(t, ts, dp.Timestamp())
+						assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
+						switch aggMap["nvidia.gpu.clock.frequency.max"] {
 						case "sum":
 							assert.Equal(t, int64(4), dp.IntValue())
 						case "avg":
@@ -1467,6 +1518,18 @@ func TestMetricsBuilder(t *testing.T) {
 						_, ok := dp.Attributes().Get("nvidia.gpu.xid")
 						assert.False(t, ok)
 					}
+				case "nvidia.gpu.xid.last":
+					assert.False(t, validatedMetrics["nvidia.gpu.xid.last"], "Found a duplicate in the metrics slice: nvidia.gpu.xid.last")
+					validatedMetrics["nvidia.gpu.xid.last"] = true
+					assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
+					assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
+					assert.Equal(t, "Code of the last XID the driver reported since the receiver started, 0 before any - dcgm-exporter's DCGM_FI_DEV_XID_ERRORS, for compatibility. It never resets and hides repeats and earlier codes; alert on nvidia.gpu.xid.errors instead.", mi.Description())
+					assert.Equal(t, "1", mi.Unit())
+					dp := mi.Gauge().DataPoints().At(0)
+					assert.Equal(t, start, dp.StartTimestamp())
+					assert.Equal(t, ts, dp.Timestamp())
+					assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
+					assert.Equal(t, int64(1), dp.IntValue())
 				case "nvidia.nvml.available":
 					assert.False(t, validatedMetrics["nvidia.nvml.available"], "Found a duplicate in the metrics slice: nvidia.nvml.available")
 					validatedMetrics["nvidia.nvml.available"] = true
