@@ -24,7 +24,15 @@ func nodeDetail() *dashboard.DashboardBuilder {
 		}
 		return "max by (" + labels + ") (" + s.sel(metric, extra...) + ")"
 	}
-	const byProcess = "process_pid, process_executable_name"
+	// A GPU's process series are one per owner (pod and container, container, Slurm job)
+	// and executable by default, without process_pid; summing over these labels gives the
+	// same lines when processes.keep_pid writes one series per PID.
+	const byProcess = "k8s_namespace_name, k8s_pod_name, k8s_container_name, container_id, slurm_job_id, slurm_job_sluid, process_executable_name"
+	const lProcess = lGPU + " {{process_executable_name}} {{k8s_namespace_name}}/{{k8s_pod_name}} {{k8s_container_name}} {{slurm_job_id}}{{slurm_job_sluid}}"
+	perProcess := func(metric string, extra ...string) string {
+		return "sum by (" + byGPU + ", " + byProcess + ") (" + s.sel(metric, extra...) + ")"
+	}
+	const pidNote = " One line per owner (pod and container, container or Slurm job) and executable; beyond the agent's processes.max_per_gpu (8) the smallest are summed into (other). The agent's processes.keep_pid writes one series per PID (process_pid) instead, summed here."
 	const enforced = `nvidia_gpu_power_limit_type="enforced"`
 
 	d.WithRow(row("GPUs"))
@@ -56,8 +64,8 @@ func nodeDetail() *dashboard.DashboardBuilder {
 			Description("NVENC and NVDEC engines.").Min(0).Max(1),
 		timeSeries("Memory copy utilization", units.PercentUnit, query(ts("nvidia_gpu_memory_copy_utilization_ratio", ""), lGPU)).
 			Description("Fraction of time device memory was read or written.").Min(0).Max(1),
-		timeSeries("SM utilization by process", units.PercentUnit, query(ts("nvidia_gpu_process_utilization_ratio", byProcess, `nvidia_gpu_engine="sm"`), lGPU+" pid {{process_pid}} {{process_executable_name}}")).
-			Description("Share of the interval each process kept the SMs busy: who uses a shared GPU (not available under MIG).").Min(0).Max(1),
+		timeSeries("SM utilization by process", units.PercentUnit, query(perProcess("nvidia_gpu_process_utilization_ratio", `nvidia_gpu_engine="sm"`), lProcess)).
+			Description("Share of the interval the processes kept the SMs busy: who uses a shared GPU (not available under MIG)."+pidNote).Min(0).Max(1),
 	)
 
 	d.WithRow(row("Framebuffer"))
@@ -75,8 +83,8 @@ func nodeDetail() *dashboard.DashboardBuilder {
 		).Description("Free for allocation, and reserved by the driver and firmware (R510+ drivers).").Min(0),
 	)
 	add(d, 8, 8,
-		timeSeries("Framebuffer by process", units.BytesIEC, query(ts("nvidia_gpu_process_memory_usage_bytes", byProcess), lGPU+" pid {{process_pid}} {{process_executable_name}}")).
-			Description("Framebuffer each process uses on the GPU: who holds the memory of a shared GPU.").Min(0),
+		timeSeries("Framebuffer by process", units.BytesIEC, query(perProcess("nvidia_gpu_process_memory_usage_bytes"), lProcess)).
+			Description("Framebuffer the processes use on the GPU: who holds the memory of a shared GPU."+pidNote).Min(0),
 	)
 	add(d, 8, 8,
 		timeSeries("Framebuffer growth rate (largest per GPU)", units.BytesPerSecondIEC,
