@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
+	"github.com/otelcol-gpu/otelcol-gpu/internal/pdatawalk"
 	"github.com/otelcol-gpu/otelcol-gpu/processor/gpuenrichprocessor/internal/cgroup"
 	"github.com/otelcol-gpu/otelcol-gpu/processor/gpuenrichprocessor/internal/podnames"
 	"github.com/otelcol-gpu/otelcol-gpu/processor/gpuenrichprocessor/internal/podresources"
@@ -56,7 +57,7 @@ func procByPID(t *testing.T, md pmetric.Metrics, pid string) pmetric.ResourceMet
 
 func onlyEndMarkers(rm pmetric.ResourceMetrics) bool {
 	only := true
-	eachPoint(rm, func(_ string, dp pmetric.NumberDataPoint) {
+	pdatawalk.EachPoint(rm, func(_ string, dp pmetric.NumberDataPoint) {
 		if !dp.Flags().NoRecordedValue() {
 			only = false
 		}
@@ -212,7 +213,7 @@ func TestSeriesOfALostGPUEndWithinOneInterval(t *testing.T) {
 	endedOn := func(md pmetric.Metrics, index string) map[string]bool {
 		out := map[string]bool{}
 		for _, rm := range resources(md, map[string]string{"nvidia.gpu.index": index}) {
-			eachPoint(rm, func(name string, dp pmetric.NumberDataPoint) {
+			pdatawalk.EachPoint(rm, func(name string, dp pmetric.NumberDataPoint) {
 				if dp.Flags().NoRecordedValue() {
 					out[name] = true
 				}

@@ -5,6 +5,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
 	"github.com/otelcol-gpu/otelcol-gpu/internal/gpuschema"
+	"github.com/otelcol-gpu/otelcol-gpu/internal/pdatawalk"
 )
 
 // What the processor reads from the gpu receiver's output, named by the receiver's
@@ -128,35 +129,6 @@ func readIdentity(attrs pcommon.Map, g *gpuView) {
 	}
 }
 
-// eachPoint calls f for every number data point of every metric of a resource.
-func eachPoint(rm pmetric.ResourceMetrics, f func(name string, dp pmetric.NumberDataPoint)) {
-	for i := 0; i < rm.ScopeMetrics().Len(); i++ {
-		ms := rm.ScopeMetrics().At(i).Metrics()
-		for j := 0; j < ms.Len(); j++ {
-			m := ms.At(j)
-			var dps pmetric.NumberDataPointSlice
-			switch m.Type() {
-			case pmetric.MetricTypeGauge:
-				dps = m.Gauge().DataPoints()
-			case pmetric.MetricTypeSum:
-				dps = m.Sum().DataPoints()
-			default:
-				continue
-			}
-			for k := 0; k < dps.Len(); k++ {
-				f(m.Name(), dps.At(k))
-			}
-		}
-	}
-}
-
-func value(dp pmetric.NumberDataPoint) float64 {
-	if dp.ValueType() == pmetric.NumberDataPointValueTypeInt {
-		return float64(dp.IntValue())
-	}
-	return dp.DoubleValue()
-}
-
 func attr(dp pmetric.NumberDataPoint, key string) string {
 	v, ok := dp.Attributes().Get(key)
 	if !ok {
@@ -167,9 +139,9 @@ func attr(dp pmetric.NumberDataPoint, key string) string {
 
 func readGPU(rm pmetric.ResourceMetrics, g *gpuView) {
 	g.clockEvents = map[string]bool{}
-	eachPoint(rm, func(name string, dp pmetric.NumberDataPoint) {
+	pdatawalk.EachPoint(rm, func(name string, dp pmetric.NumberDataPoint) {
 		g.ts = max(g.ts, dp.Timestamp())
-		v := value(dp)
+		v := pdatawalk.Value(dp)
 		switch name {
 		case metricUtilization:
 			if attr(dp, attrTask) == gpuschema.HwGpuTaskGeneral {
@@ -197,13 +169,13 @@ func readGPU(rm pmetric.ResourceMetrics, g *gpuView) {
 }
 
 func readProcess(rm pmetric.ResourceMetrics, p *processView) {
-	eachPoint(rm, func(name string, dp pmetric.NumberDataPoint) {
+	pdatawalk.EachPoint(rm, func(name string, dp pmetric.NumberDataPoint) {
 		switch name {
 		case metricProcessMemory:
-			p.mem, p.hasMem = value(dp), true
+			p.mem, p.hasMem = pdatawalk.Value(dp), true
 		case metricProcessUtil:
 			if attr(dp, attrEngine) == gpuschema.NvidiaGpuEngineSm {
-				p.sm, p.hasSM = value(dp), true
+				p.sm, p.hasSM = pdatawalk.Value(dp), true
 			}
 		}
 	})

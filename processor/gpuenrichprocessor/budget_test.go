@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
+	"github.com/otelcol-gpu/otelcol-gpu/internal/pdatawalk"
 	"github.com/otelcol-gpu/otelcol-gpu/processor/gpuenrichprocessor/internal/metadata"
 )
 
@@ -34,7 +35,7 @@ func agentSeriesPerGPU(t *testing.T, system string) (receiver, enrich map[string
 		if sm.Scope().Name() == metadata.ScopeName {
 			into = enrich
 		}
-		eachPoint(pmetricOf(sm), func(name string, dp pmetric.NumberDataPoint) {
+		pdatawalk.EachPoint(pmetricOf(sm), func(name string, dp pmetric.NumberDataPoint) {
 			if !dp.Flags().NoRecordedValue() {
 				into[name]++
 			}

@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/processor/processortest"
 
+	"github.com/otelcol-gpu/otelcol-gpu/internal/pdatawalk"
 	"github.com/otelcol-gpu/otelcol-gpu/processor/gpuenrichprocessor/internal/cgroup"
 	"github.com/otelcol-gpu/otelcol-gpu/processor/gpuenrichprocessor/internal/metadata"
 	"github.com/otelcol-gpu/otelcol-gpu/processor/gpuenrichprocessor/internal/podnames"
@@ -167,7 +168,7 @@ func gpuResource(t *testing.T, md pmetric.Metrics, index string) pmetric.Resourc
 
 func hasScopeMetric(rm pmetric.ResourceMetrics, name string) bool {
 	found := false
-	eachPoint(rm, func(n string, _ pmetric.NumberDataPoint) {
+	pdatawalk.EachPoint(rm, func(n string, _ pmetric.NumberDataPoint) {
 		if n == name {
 			found = true
 		}
@@ -180,7 +181,7 @@ func point(t *testing.T, rm pmetric.ResourceMetrics, name string, attrs ...strin
 	t.Helper()
 	var v float64
 	found := false
-	eachPoint(rm, func(n string, dp pmetric.NumberDataPoint) {
+	pdatawalk.EachPoint(rm, func(n string, dp pmetric.NumberDataPoint) {
 		if n != name || found {
 			return
 		}
@@ -189,7 +190,7 @@ func point(t *testing.T, rm pmetric.ResourceMetrics, name string, attrs ...strin
 				return
 			}
 		}
-		v, found = value(dp), true
+		v, found = pdatawalk.Value(dp), true
 	})
 	require.Truef(t, found, "metric %s%v not found", name, attrs)
 	return v

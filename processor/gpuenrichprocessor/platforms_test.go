@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/otelcol-gpu/otelcol-gpu/internal/fakekubelet"
+	"github.com/otelcol-gpu/otelcol-gpu/internal/pdatawalk"
 	"github.com/otelcol-gpu/otelcol-gpu/processor/gpuenrichprocessor/internal/cgroup"
 	"github.com/otelcol-gpu/otelcol-gpu/processor/gpuenrichprocessor/internal/kube"
 	"github.com/otelcol-gpu/otelcol-gpu/processor/gpuenrichprocessor/internal/metadata"
@@ -377,9 +378,9 @@ func checkOwner(t *testing.T, withAPI, dra bool, pid uint32, what string, expect
 func checkNothingUnmapped(t *testing.T, out pmetric.Metrics) {
 	t.Helper()
 	for i := 0; i < out.ResourceMetrics().Len(); i++ {
-		eachPoint(out.ResourceMetrics().At(i), func(name string, dp pmetric.NumberDataPoint) {
+		pdatawalk.EachPoint(out.ResourceMetrics().At(i), func(name string, dp pmetric.NumberDataPoint) {
 			if name == "nvidia.gpu.attribution.unmapped_devices" {
-				assert.Zero(t, value(dp), "every allocated device maps to a GPU: %s", attr(dp, "nvidia.gpu.resource_name"))
+				assert.Zero(t, pdatawalk.Value(dp), "every allocated device maps to a GPU: %s", attr(dp, "nvidia.gpu.resource_name"))
 			}
 		})
 	}

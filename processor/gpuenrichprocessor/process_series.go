@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
 	"github.com/otelcol-gpu/otelcol-gpu/internal/gpuschema"
+	"github.com/otelcol-gpu/otelcol-gpu/internal/pdatawalk"
 )
 
 // otherProcesses is the executable name of the series that sums a GPU's processes beyond
@@ -109,11 +110,11 @@ func mergeGroup(g *processGroup) pmetric.ResourceMetrics {
 		return out
 	}
 	points := map[[16]byte]pmetric.NumberDataPoint{}
-	eachPoint(out, func(name string, dp pmetric.NumberDataPoint) {
+	pdatawalk.EachPoint(out, func(name string, dp pmetric.NumberDataPoint) {
 		points[pointKey(name, dp)] = dp
 	})
 	for _, proc := range g.procs[1:] {
-		eachPoint(proc.rm, func(name string, dp pmetric.NumberDataPoint) {
+		pdatawalk.EachPoint(proc.rm, func(name string, dp pmetric.NumberDataPoint) {
 			if into, ok := points[pointKey(name, dp)]; ok {
 				addValue(into, dp)
 			}
@@ -131,7 +132,7 @@ func addValue(into, dp pmetric.NumberDataPoint) {
 		into.SetIntValue(into.IntValue() + dp.IntValue())
 		return
 	}
-	into.SetDoubleValue(value(into) + value(dp))
+	into.SetDoubleValue(pdatawalk.Value(into) + pdatawalk.Value(dp))
 }
 
 // sanitizeExecutable keeps a process name a safe, bounded label value: printable

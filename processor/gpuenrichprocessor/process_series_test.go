@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/processor/processortest"
 
+	"github.com/otelcol-gpu/otelcol-gpu/internal/pdatawalk"
 	"github.com/otelcol-gpu/otelcol-gpu/processor/gpuenrichprocessor/internal/cgroup"
 	"github.com/otelcol-gpu/otelcol-gpu/processor/gpuenrichprocessor/internal/metadata"
 )
@@ -80,9 +81,9 @@ func processSeries(md pmetric.Metrics) map[string]float64 {
 		if pod, ok := rm.Resource().Attributes().Get("k8s.pod.uid"); ok {
 			key += "@" + pod.AsString()
 		}
-		eachPoint(rm, func(name string, dp pmetric.NumberDataPoint) {
+		pdatawalk.EachPoint(rm, func(name string, dp pmetric.NumberDataPoint) {
 			if name == metricProcessMemory {
-				out[key] += value(dp)
+				out[key] += pdatawalk.Value(dp)
 			}
 		})
 	}

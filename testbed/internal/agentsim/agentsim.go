@@ -28,6 +28,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/encoding/gzip"
 
+	"github.com/otelcol-gpu/otelcol-gpu/internal/pdatawalk"
 	"github.com/otelcol-gpu/otelcol-gpu/processor/gpuenrichprocessor"
 	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpureceiver"
 )
@@ -143,7 +144,7 @@ func Series(md pmetric.Metrics, promoted []string) int {
 			}
 			return true
 		})
-		forEachNumberPoint(m, func(dp pmetric.NumberDataPoint) {
+		pdatawalk.EachPointOf(m, func(dp pmetric.NumberDataPoint) {
 			l := append([]string(nil), labels...)
 			dp.Attributes().Range(func(k string, v pcommon.Value) bool {
 				l = append(l, k+"="+v.AsString())
@@ -165,21 +166,6 @@ func forEachMetric(md pmetric.Metrics, f func(pcommon.Resource, pmetric.Metric))
 				f(rm.Resource(), ms.At(k))
 			}
 		}
-	}
-}
-
-func forEachNumberPoint(m pmetric.Metric, f func(pmetric.NumberDataPoint)) {
-	var dps pmetric.NumberDataPointSlice
-	switch m.Type() {
-	case pmetric.MetricTypeGauge:
-		dps = m.Gauge().DataPoints()
-	case pmetric.MetricTypeSum:
-		dps = m.Sum().DataPoints()
-	default:
-		return
-	}
-	for i := range dps.Len() {
-		f(dps.At(i))
 	}
 }
 
@@ -216,7 +202,7 @@ func ForAgent(tmpl pmetric.Metrics, i int) pmetric.Metrics {
 		rewrite(res.Attributes())
 	}
 	forEachMetric(md, func(_ pcommon.Resource, m pmetric.Metric) {
-		forEachNumberPoint(m, func(dp pmetric.NumberDataPoint) { rewrite(dp.Attributes()) })
+		pdatawalk.EachPointOf(m, func(dp pmetric.NumberDataPoint) { rewrite(dp.Attributes()) })
 	})
 	return md
 }
@@ -413,7 +399,7 @@ func pointsOf(md pmetric.Metrics) []point {
 	forEachMetric(md, func(_ pcommon.Resource, m pmetric.Metric) {
 		mono := m.Type() == pmetric.MetricTypeSum && m.Sum().IsMonotonic()
 		gauge := m.Type() == pmetric.MetricTypeGauge
-		forEachNumberPoint(m, func(dp pmetric.NumberDataPoint) {
+		pdatawalk.EachPointOf(m, func(dp pmetric.NumberDataPoint) {
 			p := point{dp: dp, monotonic: mono, gauge: gauge}
 			if dp.ValueType() == pmetric.NumberDataPointValueTypeInt {
 				p.isInt, p.baseI = true, dp.IntValue()
