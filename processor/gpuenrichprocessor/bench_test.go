@@ -26,7 +26,7 @@ func BenchmarkProcessBatch(b *testing.B) {
 			b.ResetTimer()
 			for range b.N {
 				b.StopTimer()
-				clock.Advance(10 * time.Second)
+				clock.Step(10 * time.Second)
 				md, _ := src.Scrape()
 				b.StartTimer()
 				if _, err := p.processMetrics(context.Background(), md); err != nil {

@@ -2,13 +2,13 @@ package gpuenrichprocessor
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/processor/processortest"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/otelcol-gpu/otelcol-gpu/internal/pdatawalk"
 	"github.com/otelcol-gpu/otelcol-gpu/processor/gpuenrichprocessor/internal/cgroup"
@@ -17,23 +17,11 @@ import (
 	"github.com/otelcol-gpu/otelcol-gpu/processor/gpuenrichprocessor/internal/podresources"
 )
 
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
+// fakeClock is the clock the simulated GPUs, the processor and the test share.
+type fakeClock = clocktesting.FakeClock
 
-func newFakeClock() *fakeClock { return &fakeClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)} }
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
+func newFakeClock() *fakeClock {
+	return clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 }
 
 // fakePods is a pod-resources source with a fixed answer.
@@ -110,7 +98,7 @@ func newHarness(t *testing.T, system, scenario string, cfg *Config, build func(u
 // step advances simulated time, scrapes and processes.
 func (h *harness) step(d time.Duration) pmetric.Metrics {
 	h.t.Helper()
-	h.clock.Advance(d)
+	h.clock.Step(d)
 	md, _ := h.src.Scrape()
 	out, err := h.proc.processMetrics(context.Background(), md)
 	require.NoError(h.t, err)
