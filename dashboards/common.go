@@ -142,6 +142,15 @@ func row(title string) *dashboard.RowBuilder {
 	return dashboard.NewRowBuilder(title).Datasource(datasource())
 }
 
+// fullOverlay is the sentence a panel's description carries when what (a column, a line,
+// or the whole panel when empty) reads series that are off by default.
+func fullOverlay(what string) string {
+	if what == "" {
+		return " N" + FullOverlay[1:] + "."
+	}
+	return " " + what + " " + FullOverlay + "."
+}
+
 // Threshold scales. Orange (warning) and red (critical) start where the alert of that
 // severity fires.
 func utilizationScale() thresholdScale {

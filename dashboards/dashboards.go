@@ -112,15 +112,31 @@ func (d Dashboard) JSON() ([]byte, error) {
 	return out.Bytes(), nil
 }
 
-// Queries returns the dashboard's PromQL: every panel query (collapsed rows' panels
-// included), then every query variable's query as PromQL (label_values(expr, label) gives
-// expr).
-func (d Dashboard) Queries() ([]string, error) {
+// FullOverlay is what the description of a panel says when some of its data is off by
+// default: series the receiver leaves out unless deploy/config-overlays/full.yaml turns
+// them on, or the clock-event reasons gpu_enrich folds into throttle causes.
+const FullOverlay = "needs the full overlay: deploy/config-overlays/full.yaml"
+
+// Panel is one panel of a dashboard: its title, description and PromQL queries.
+type Panel struct {
+	Title       string
+	Description string
+	Queries     []string
+}
+
+// NeedsFullOverlay tells whether the panel says that some of its data is off by default.
+func (p Panel) NeedsFullOverlay() bool {
+	return strings.Contains(strings.ToLower(p.Description), FullOverlay)
+}
+
+// Panels returns the dashboard's panels in order, collapsed rows' panels included (rows
+// themselves are not panels here).
+func (d Dashboard) Panels() ([]Panel, error) {
 	m, err := d.Model()
 	if err != nil {
 		return nil, err
 	}
-	var out []string
+	var out []Panel
 	for _, p := range m.Panels {
 		panels := []dashboard.Panel{}
 		if p.Panel != nil {
@@ -129,14 +145,41 @@ func (d Dashboard) Queries() ([]string, error) {
 			panels = append(panels, p.RowPanel.Panels...)
 		}
 		for _, panel := range panels {
+			out = append(out, Panel{Title: deref(panel.Title), Description: deref(panel.Description)})
 			for _, t := range panel.Targets {
 				q, ok := t.(prometheus.Dataquery)
 				if !ok {
-					return nil, fmt.Errorf("%s: panel %q: a query that is not Prometheus's", d.File, *panel.Title)
+					return nil, fmt.Errorf("%s: panel %q: a query that is not Prometheus's", d.File, deref(panel.Title))
 				}
-				out = append(out, q.Expr)
+				out[len(out)-1].Queries = append(out[len(out)-1].Queries, q.Expr)
 			}
 		}
+	}
+	return out, nil
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// Queries returns the dashboard's PromQL: every panel query (collapsed rows' panels
+// included), then every query variable's query as PromQL (label_values(expr, label) gives
+// expr).
+func (d Dashboard) Queries() ([]string, error) {
+	panels, err := d.Panels()
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, p := range panels {
+		out = append(out, p.Queries...)
+	}
+	m, err := d.Model()
+	if err != nil {
+		return nil, err
 	}
 	for _, v := range m.Templating.List {
 		if v.Type == dashboard.VariableTypeQuery {

@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/otelcol-gpu/otelcol-gpu/dashboards"
+	"github.com/otelcol-gpu/otelcol-gpu/internal/contract"
 	"github.com/otelcol-gpu/otelcol-gpu/internal/gentest"
 	"github.com/otelcol-gpu/otelcol-gpu/internal/promql"
 )
@@ -363,4 +364,53 @@ func TestPromQLParses(t *testing.T) {
 	require.NoError(t, os.WriteFile(path, []byte(rules.String()), 0o600))
 	out, err := exec.Command(promtool, "check", "rules", path).CombinedOutput()
 	assert.NoError(t, err, "promtool check rules:\n%s", out)
+}
+
+// TestPanelsSayWhatNeedsTheFullOverlay: a panel that reads series the agent leaves out by
+// default says that it needs the full overlay, and no other panel says so; variables read
+// the default set only.
+func TestPanelsSayWhatNeedsTheFullOverlay(t *testing.T) {
+	def, err := contract.DefaultSet("..")
+	require.NoError(t, err)
+	// lacks says why the default set lacks something a query selects, or "".
+	lacks := func(query string) string {
+		sels, err := promql.Selectors(query)
+		require.NoError(t, err, query)
+		for _, s := range sels {
+			if why := def.Lacks(s); why != "" {
+				return why
+			}
+		}
+		return ""
+	}
+	marked := 0
+	for _, d := range dashboards.All() {
+		ps, err := d.Panels()
+		require.NoError(t, err)
+		for _, p := range ps {
+			var why []string
+			for _, q := range p.Queries {
+				if w := lacks(q); w != "" {
+					why = append(why, w)
+				}
+			}
+			if p.NeedsFullOverlay() {
+				marked++
+				assert.NotEmpty(t, why, "%s: panel %q says it %s, but reads only the default set", d.File, p.Title, dashboards.FullOverlay)
+			} else {
+				assert.Empty(t, why, "%s: panel %q reads series off by default; its description must say it %s", d.File, p.Title, dashboards.FullOverlay)
+			}
+		}
+		// Queries lists the panels' queries, then the variables'.
+		n := 0
+		for _, p := range ps {
+			n += len(p.Queries)
+		}
+		queries, err := d.Queries()
+		require.NoError(t, err)
+		for _, q := range queries[n:] {
+			assert.Empty(t, lacks(q), "%s: variable query %s", d.File, q)
+		}
+	}
+	assert.Positive(t, marked)
 }

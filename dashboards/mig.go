@@ -73,14 +73,18 @@ func mig() *dashboard.DashboardBuilder {
 	)
 
 	d.WithRow(row("Activity per instance (GPM, Hopper and newer)"))
-	for _, m := range []struct{ title, metric, desc string }{
-		{"SM active per instance", "sm_active", "Share of the interval warps were resident on the instance's SMs."},
-		{"Tensor core active per instance", "tensor_active", "Share of cycles the instance's tensor cores were busy."},
-		{"DRAM active per instance", "dram_active", "Share of cycles the instance's memory was being read or written."},
-		{"Graphics active per instance", "graphics_active", "Share of time the instance's compute engine was busy."},
+	activity := func(metric string) string {
+		return s.sel("nvidia_gpu_profiling_activity_ratio", `nvidia_gpu_profiling_metric="`+metric+`"`)
+	}
+	for _, m := range []struct{ title, sel, desc string }{
+		{"SM active per instance", activity("sm_active"), "Share of the interval warps were resident on the instance's SMs."},
+		{"Tensor core active per instance", activity("tensor_active"), "Share of cycles the instance's tensor cores were busy."},
+		{"DRAM active per instance", activity("dram_active"), "Share of cycles the instance's memory was being read or written."},
+		// The receiver's utilization of a MIG instance is GPM's graphics activity, on by
+		// default; the graphics_active profiling series is not.
+		{"Graphics active per instance", s.sel("hw_gpu_utilization_ratio", mGeneral), "Share of time the instance's compute engine was busy (the instance's GPU utilization)."},
 	} {
-		add(d, 12, 8, timeSeries(m.title, units.PercentUnit,
-			query(perInstance(s.sel("nvidia_gpu_profiling_activity_ratio", `nvidia_gpu_profiling_metric="`+m.metric+`"`)), lMIG)).
+		add(d, 12, 8, timeSeries(m.title, units.PercentUnit, query(perInstance(m.sel), lMIG)).
 			Description(m.desc+" NVML reports no utilization per MIG instance; GPM does on Hopper and newer.").Min(0).Max(1))
 	}
 	return d

@@ -46,7 +46,7 @@ func nodeDetail() *dashboard.DashboardBuilder {
 			tableQuery(by("hw_power_watts")),
 			tableQuery(by("nvidia_gpu_performance_state")),
 			tableQuery(healthCode(s, byModel)),
-		).Description("One row per GPU with its latest readings.").
+		).Description("One row per GPU with its latest readings."+fullOverlay("The P-state column")).
 			SortBy(sorted("GPU", false)).
 			OverrideByName("Value #A", ratioGauge(utilizationScale())).
 			OverrideByName("Value #B", ratioGauge(framebufferScale())).
@@ -80,7 +80,7 @@ func nodeDetail() *dashboard.DashboardBuilder {
 		timeSeries("Framebuffer free and reserved", units.BytesIEC,
 			query(ts("nvidia_gpu_memory_free_bytes", ""), lGPU+" free"),
 			query(ts("nvidia_gpu_memory_reserved_bytes", ""), lGPU+" reserved"),
-		).Description("Free for allocation, and reserved by the driver and firmware (R510+ drivers).").Min(0),
+		).Description("Free for allocation, and reserved by the driver and firmware (R510+ drivers)."+fullOverlay("Reserved")).Min(0),
 	)
 	add(d, 8, 8,
 		timeSeries("Framebuffer by process", units.BytesIEC, query(perProcess("nvidia_gpu_process_memory_usage_bytes"), lProcess)).
@@ -103,12 +103,12 @@ func nodeDetail() *dashboard.DashboardBuilder {
 		timeSeries("GPU temperature vs limits", units.Celsius,
 			query(ts("hw_temperature_celsius", "", `hw_sensor_location="gpu"`), lGPU),
 			query(ts("hw_temperature_limit_celsius", "hw_limit_type", `hw_sensor_location="gpu"`), lGPU+" {{hw_limit_type}} limit"),
-		).Description("GPU die temperature, and its thresholds (dashed): throttled (slowdown), max (operating), high.critical (shutdown).").
+		).Description("GPU die temperature, and its thresholds (dashed): throttled (slowdown), max (operating), high.critical (shutdown)."+fullOverlay("The thresholds")).
 			OverrideByQuery("B", dashed()),
 		timeSeries("Memory (HBM) temperature vs limits", units.Celsius,
 			query(ts("hw_temperature_celsius", "", `hw_sensor_location="memory"`), lGPU),
 			query(ts("hw_temperature_limit_celsius", "hw_limit_type", `hw_sensor_location="memory"`), lGPU+" {{hw_limit_type}} limit"),
-		).Description("Memory temperature and its thresholds (dashed).").
+		).Description("Memory temperature and its thresholds (dashed)."+fullOverlay("The thresholds")).
 			OverrideByQuery("B", dashed()),
 		timeSeries("Power vs enforced limit", units.Watt,
 			query(ts("hw_power_watts", ""), lGPU),
@@ -124,7 +124,7 @@ func nodeDetail() *dashboard.DashboardBuilder {
 		timeSeries("Fan speed", units.PercentUnit, query(ts("nvidia_gpu_fan_speed_ratio", ""), lGPU)).
 			Description("Share of the fan's maximum speed (absent on fanless SXM boards).").Min(0).Max(1),
 		timeSeries("Performance state", units.NoUnit, query(ts("nvidia_gpu_performance_state", ""), lGPU)).
-			Description("P-state: 0 is maximum performance, 15 minimum.").Min(0).Max(15).LineInterpolation(common.LineInterpolationStepAfter).Decimals(0),
+			Description("P-state: 0 is maximum performance, 15 minimum."+fullOverlay("")).Min(0).Max(15).LineInterpolation(common.LineInterpolationStepAfter).Decimals(0),
 		statPanel("Energy in range", units.KiloWattHour, instant("sum(increase("+s.sel("hw_energy_joules_total")+"[$__range])) / 3600000", "")).
 			Description("Energy the selected GPUs drew over the dashboard's time range.").Decimals(2),
 		statPanel("Power now", units.Watt, instant("sum("+s.sel("hw_power_watts")+")", "")).
@@ -137,7 +137,7 @@ func nodeDetail() *dashboard.DashboardBuilder {
 			Description("Current SM and memory clocks.").Min(0),
 		timeSeries("Clock event reasons active", units.Short,
 			query("sum by (nvidia_gpu_clock_event_reason) ("+s.sel("nvidia_gpu_clock_event_active")+")", "{{nvidia_gpu_clock_event_reason}}")).
-			Description("Number of selected GPUs whose clocks each reason holds down (gpu_idle is normal when idle).").
+			Description("Number of selected GPUs whose clocks each reason holds down (gpu_idle is normal when idle). By default gpu_enrich folds them into throttle causes (next panel)."+fullOverlay("The reasons themselves")+" It sets gpu_enrich's throttle.keep_clock_events.").
 			Stacking(normalStack()).FillOpacity(60).LineInterpolation(common.LineInterpolationStepAfter).Decimals(0),
 		timeSeries("Throttled GPUs by cause", units.Short,
 			query("sum by (nvidia_gpu_throttle_cause) ("+s.sel("nvidia_gpu_throttled")+")", "{{nvidia_gpu_throttle_cause}}")).
@@ -145,7 +145,7 @@ func nodeDetail() *dashboard.DashboardBuilder {
 			Stacking(normalStack()).FillOpacity(60).LineInterpolation(common.LineInterpolationStepAfter).Decimals(0),
 		timeSeries("Time clocks held down, by cause", units.PercentUnit,
 			query("sum by ("+byGPU+", nvidia_gpu_clock_event_cause) (rate("+s.sel("nvidia_gpu_clock_event_duration_seconds_total")+"[$__rate_interval])) > 0", lGPU+" {{nvidia_gpu_clock_event_cause}}")).
-			Description("Share of wall time the driver held each GPU's clocks down, per cause (causes that held them down only).").Min(0).NoValue("never held down"),
+			Description("Share of wall time the driver held each GPU's clocks down, per cause (causes that held them down only)."+fullOverlay("")).Min(0).NoValue("never held down"),
 	)
 
 	d.WithRow(row("Errors and health"))
@@ -171,7 +171,7 @@ func nodeDetail() *dashboard.DashboardBuilder {
 			tableQuery("sum by ("+byModel+") ("+s.sel("nvidia_gpu_memory_retired_pages_total")+")"),
 			tableQuery(by("nvidia_gpu_memory_retired_pages_pending")),
 			tableQuery("sum by ("+byModel+") ("+s.sel("hw_errors_total", `error_type="uncorrected"`, `nvidia_gpu_ecc_counter_type="aggregate"`)+")"),
-		).Description("Row remapping (Ampere and newer), page retirement (older GPUs) and uncorrected ECC errors over the GPU's life.").
+		).Description("Row remapping (Ampere and newer), page retirement (older GPUs) and uncorrected ECC errors over the GPU's life."+fullOverlay("The remapped row counts")).
 			OverrideByName("Value #C", props(cellBackground(), thresholdsProp(warnIfAny()))).
 			OverrideByName("Value #D", props(cellBackground(), thresholdsProp(badIfAny()))).
 			OverrideByName("Value #F", props(cellBackground(), thresholdsProp(warnIfAny()))),
@@ -187,7 +187,7 @@ func nodeDetail() *dashboard.DashboardBuilder {
 			Description("Payload bytes per second over all NVLink links of the GPU.").Min(0),
 		timeSeries("Interconnect bandwidth (GPM)", units.BytesPerSecondIEC,
 			query(ts("nvidia_gpu_profiling_bandwidth_bytes_per_second", "nvidia_gpu_interconnect, network_io_direction"), lGPU+" {{nvidia_gpu_interconnect}} {{network_io_direction}}")).
-			Description("PCIe and NVLink bandwidth measured by NVML GPM (Hopper and newer).").Min(0),
+			Description("PCIe and NVLink bandwidth measured by NVML GPM (Hopper and newer)."+fullOverlay("")).Min(0),
 		timeSeries("PCIe replays and NVLink errors", units.OpsPerSecond,
 			query("sum by ("+byGPU+") (rate("+s.sel("nvidia_gpu_pcie_replays_total")+"[$__rate_interval])) > 0", lGPU+" PCIe replays"),
 			query("sum by ("+byGPU+", nvidia_gpu_nvlink_error_type) (rate("+s.sel("nvidia_gpu_nvlink_errors_total")+"[$__rate_interval])) > 0", lGPU+" NVLink {{nvidia_gpu_nvlink_error_type}}"),
@@ -196,25 +196,29 @@ func nodeDetail() *dashboard.DashboardBuilder {
 	add(links, 24, 7,
 		tablePanel("Links", units.Short,
 			cols("host_name", "Node", "nvidia_gpu_index", "GPU", "hw_model", "Model", "Value #A", "PCIe gen", "Value #B", "PCIe gen max",
-				"Value #C", "PCIe width", "Value #D", "PCIe width max", "Value #E", "NVLinks up", "Value #F", "NVLinks").hiding("hw_id"),
+				"Value #C", "PCIe width", "Value #D", "PCIe width max", "Value #E", "NVLinks up").hiding("hw_id"),
 			tableQuery(by("nvidia_gpu_pcie_link_generation")),
 			tableQuery(by("nvidia_gpu_pcie_link_generation_max")),
 			tableQuery(by("nvidia_gpu_pcie_link_width")),
 			tableQuery(by("nvidia_gpu_pcie_link_width_max")),
+			// Per GPU by default the series' value is the number of links up; per link
+			// (full overlay) each is 1 or 0: the sum is the links up either way.
 			tableQuery("sum by ("+byModel+") ("+s.sel("nvidia_gpu_nvlink_state")+")"),
-			tableQuery("count by ("+byModel+") ("+s.sel("nvidia_gpu_nvlink_state")+")"),
-		).Description("PCIe link generation and width next to their maxima (less means a degraded link), NVLink links up out of all."),
+		).Description("PCIe link generation and width next to their maxima (less means a degraded link), and the NVLink links up (fewer than the GPU has means a link went down)."+fullOverlay("The PCIe columns")),
 	)
 	d.WithRow(links)
 
 	profiling := row("Profiling activity (GPM, Hopper and newer)").Collapsed(true)
+	// The receiver reports sm_active, tensor_active and dram_active by default; the full
+	// overlay adds the other activities (profiling.activities).
+	optIn := fullOverlay("")
 	for _, m := range []struct{ title, metrics, legend, desc string }{
 		{"SM active", "sm_active", lGPU, "Share of the interval at least one warp was resident on an SM, averaged over SMs."},
-		{"SM occupancy", "sm_occupancy", lGPU, "Resident warps over the SMs' maximum."},
+		{"SM occupancy", "sm_occupancy", lGPU, "Resident warps over the SMs' maximum." + optIn},
 		{"Tensor core active", "tensor_active", lGPU, "Share of cycles the tensor cores were busy."},
 		{"DRAM active", "dram_active", lGPU, "Share of cycles device memory was being read or written."},
-		{"Graphics active", "graphics_active", lGPU, "Share of time the graphics or compute engine was busy."},
-		{"FP64, FP32, FP16 pipes active", "fp64_active|fp32_active|fp16_active", lGPU + " {{nvidia_gpu_profiling_metric}}", "Share of cycles each floating-point pipe was busy."},
+		{"Graphics active", "graphics_active", lGPU, "Share of time the graphics or compute engine was busy (GPU utilization reads the same activity on Hopper and newer)." + optIn},
+		{"FP64, FP32, FP16 pipes active", "fp64_active|fp32_active|fp16_active", lGPU + " {{nvidia_gpu_profiling_metric}}", "Share of cycles each floating-point pipe was busy." + optIn},
 	} {
 		add(profiling, 8, 8, timeSeries(m.title, units.PercentUnit,
 			query(ts("nvidia_gpu_profiling_activity_ratio", "nvidia_gpu_profiling_metric", `nvidia_gpu_profiling_metric=~"`+m.metrics+`"`), m.legend)).

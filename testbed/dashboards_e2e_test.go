@@ -13,6 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/promql/parser"
+
 	"github.com/otelcol-gpu/otelcol-gpu/dashboards"
 	"github.com/otelcol-gpu/otelcol-gpu/internal/promql"
 
@@ -113,22 +116,39 @@ scrape_configs:
 	slurm := slurmNode(t)
 	slurm.sets = windows
 	startAgentOn(t, p, "dash-slurm", "dgxh100", "steady-training", slurm)
-	// Panels on what the receiver leaves out by default (static limits, per-link NVLink,
-	// time held down per cause, the other GPM activities, …) get their data from agents
-	// with the full overlay: a throttled node, and a MIG node for the MIG instances.
+	// Panels that say they need the full overlay (static limits, time held down per cause,
+	// the other GPM activities, …) get their data from agents with it: a throttled node,
+	// and a MIG node for the MIG instances. Every other panel and variable must answer
+	// from the agents with the default set alone.
 	full := []string{"../deploy/config-overlays/full.yaml"}
 	startAgentOn(t, p, "dash-hot", "dgxh100", "thermal-throttle", agentNode{sets: windows, overlays: full})
 	startAgentOn(t, p, "dash-full", "dgxh100", "mig", agentNode{sets: windows, overlays: full})
+	withoutFull := labels.MustNewMatcher(labels.MatchNotRegexp, "host_name", "dash-hot|dash-full")
 
 	time.Sleep(30 * time.Second) // windows fill, rates have two points, alerts fire
 	for _, d := range dashboards.All() {
 		t.Run(d.File, func(t *testing.T) {
-			queries, err := d.Queries()
+			panels, err := d.Panels()
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, q := range queries {
+			queries, err := d.Queries() // the panels' queries, then the variables'
+			if err != nil {
+				t.Fatal(err)
+			}
+			needsFull := map[int]bool{}
+			n := 0
+			for _, p := range panels {
+				for range p.Queries {
+					needsFull[n] = p.NeedsFullOverlay()
+					n++
+				}
+			}
+			for i, q := range queries {
 				expr := promql.OnAll(q)
+				if !needsFull[i] {
+					expr = withMatcher(t, expr, withoutFull)
+				}
 				prom.Eventually(t, 60*time.Second, expr, func() error {
 					s, err := p.Query(expr)
 					if err != nil {
@@ -150,4 +170,20 @@ scrape_configs:
 			}
 		})
 	}
+}
+
+// withMatcher adds a label matcher to every selector of a query.
+func withMatcher(t *testing.T, query string, m *labels.Matcher) string {
+	t.Helper()
+	expr, err := parser.NewParser(parser.Options{}).ParseExpr(query)
+	if err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	parser.Inspect(expr, func(node parser.Node, _ []parser.Node) error {
+		if vs, ok := node.(*parser.VectorSelector); ok {
+			vs.LabelMatchers = append(vs.LabelMatchers, m)
+		}
+		return nil
+	})
+	return expr.String()
 }
