@@ -59,6 +59,7 @@ const (
 	ResourceHwType                     = "hw.type"
 	ResourceHwVendor                   = "hw.vendor"
 	ResourceNvidiaGpuIndex             = "nvidia.gpu.index"
+	ResourceNvidiaGpuMigEnabled        = "nvidia.gpu.mig.enabled"
 	ResourceNvidiaGpuMinorNumber       = "nvidia.gpu.minor_number"
 	ResourceNvidiaGpuPciBusID          = "nvidia.gpu.pci_bus_id"
 	ResourceNvidiaGpuProcessType       = "nvidia.gpu.process.type"

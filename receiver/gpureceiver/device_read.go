@@ -31,6 +31,8 @@ type readDeps struct {
 	hostName string
 	// procNames names GPU processes.
 	procNames *processNames
+	// migModeAttribute is whether GPU resources carry nvidia.gpu.mig.enabled.
+	migModeAttribute bool
 }
 
 // deviceRead is one scrape of one GPU. It classifies every NVML answer in one place:
@@ -83,7 +85,7 @@ func (r *deviceRead) recordAll() {
 	}
 	r.recordXIDs()
 	r.recordHealth()
-	r.mb.EmitForResource(metadata.WithResource(r.dev.resource))
+	r.mb.EmitForResource(metadata.WithResource(r.gpuResource()))
 	migs := r.recordMIG()
 	r.recordProcesses(migs)
 }
@@ -132,6 +134,20 @@ func (r *deviceRead) err() error {
 		return nil
 	}
 	return fmt.Errorf("GPU %d (%s): %w", r.dev.index, r.dev.uuid, errors.Join(r.errs...))
+}
+
+// gpuResource is the GPU's own resource: its identity and, when that attribute is on,
+// whether it is in MIG mode (read first if due).
+func (r *deviceRead) gpuResource() pcommon.Resource {
+	if !r.migModeAttribute {
+		return r.dev.resource
+	}
+	if !r.gone && r.dev.handle != nil {
+		r.refreshMIG()
+	}
+	rb := r.identity()
+	rb.SetNvidiaGpuMigEnabled(r.dev.mig.enabled)
+	return rb.Emit()
 }
 
 // identity starts a resource with the GPU's identity; MIG instances and processes add

@@ -138,6 +138,8 @@ func (s *gpuScraper) readDeps() readDeps {
 		activities: s.activities,
 		hostName:   s.hostName,
 		procNames:  s.procNames,
+
+		migModeAttribute: s.cfg.ResourceAttributes.NvidiaGpuMigEnabled.Enabled,
 	}
 }
 

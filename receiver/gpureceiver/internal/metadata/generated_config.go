@@ -1751,6 +1751,7 @@ type ResourceAttributesConfig struct {
 	HwType                     ResourceAttributeConfig `mapstructure:"hw.type"`
 	HwVendor                   ResourceAttributeConfig `mapstructure:"hw.vendor"`
 	NvidiaGpuIndex             ResourceAttributeConfig `mapstructure:"nvidia.gpu.index"`
+	NvidiaGpuMigEnabled        ResourceAttributeConfig `mapstructure:"nvidia.gpu.mig.enabled"`
 	NvidiaGpuMinorNumber       ResourceAttributeConfig `mapstructure:"nvidia.gpu.minor_number"`
 	NvidiaGpuPciBusID          ResourceAttributeConfig `mapstructure:"nvidia.gpu.pci_bus_id"`
 	NvidiaGpuProcessType       ResourceAttributeConfig `mapstructure:"nvidia.gpu.process.type"`
@@ -1787,6 +1788,9 @@ func DefaultResourceAttributesConfig() ResourceAttributesConfig {
 		},
 		NvidiaGpuIndex: ResourceAttributeConfig{
 			Enabled: true,
+		},
+		NvidiaGpuMigEnabled: ResourceAttributeConfig{
+			Enabled: false,
 		},
 		NvidiaGpuMinorNumber: ResourceAttributeConfig{
 			Enabled: true,

@@ -3988,6 +3988,12 @@ func NewMetricsBuilder(mbc MetricsBuilderConfig, settings receiver.Settings, opt
 	if mbc.ResourceAttributes.NvidiaGpuIndex.MetricsExclude != nil {
 		mb.resourceAttributeExcludeFilter["nvidia.gpu.index"] = filter.CreateFilter(mbc.ResourceAttributes.NvidiaGpuIndex.MetricsExclude)
 	}
+	if mbc.ResourceAttributes.NvidiaGpuMigEnabled.MetricsInclude != nil {
+		mb.resourceAttributeIncludeFilter["nvidia.gpu.mig.enabled"] = filter.CreateFilter(mbc.ResourceAttributes.NvidiaGpuMigEnabled.MetricsInclude)
+	}
+	if mbc.ResourceAttributes.NvidiaGpuMigEnabled.MetricsExclude != nil {
+		mb.resourceAttributeExcludeFilter["nvidia.gpu.mig.enabled"] = filter.CreateFilter(mbc.ResourceAttributes.NvidiaGpuMigEnabled.MetricsExclude)
+	}
 	if mbc.ResourceAttributes.NvidiaGpuMinorNumber.MetricsInclude != nil {
 		mb.resourceAttributeIncludeFilter["nvidia.gpu.minor_number"] = filter.CreateFilter(mbc.ResourceAttributes.NvidiaGpuMinorNumber.MetricsInclude)
 	}

@@ -302,6 +302,7 @@ func TestMetricsBuilder(t *testing.T) {
 			rb.SetHwType("hw.type-val")
 			rb.SetHwVendor("hw.vendor-val")
 			rb.SetNvidiaGpuIndex(16)
+			rb.SetNvidiaGpuMigEnabled(true)
 			rb.SetNvidiaGpuMinorNumber(23)
 			rb.SetNvidiaGpuPciBusID("nvidia.gpu.pci_bus_id-val")
 			rb.SetNvidiaGpuProcessType("nvidia.gpu.process.type-val")

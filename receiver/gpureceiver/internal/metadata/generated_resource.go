@@ -77,6 +77,13 @@ func (rb *ResourceBuilder) SetNvidiaGpuIndex(val int64) {
 	}
 }
 
+// SetNvidiaGpuMigEnabled sets provided value as "nvidia.gpu.mig.enabled" attribute.
+func (rb *ResourceBuilder) SetNvidiaGpuMigEnabled(val bool) {
+	if rb.config.NvidiaGpuMigEnabled.Enabled {
+		rb.res.Attributes().PutBool("nvidia.gpu.mig.enabled", val)
+	}
+}
+
 // SetNvidiaGpuMinorNumber sets provided value as "nvidia.gpu.minor_number" attribute.
 func (rb *ResourceBuilder) SetNvidiaGpuMinorNumber(val int64) {
 	if rb.config.NvidiaGpuMinorNumber.Enabled {

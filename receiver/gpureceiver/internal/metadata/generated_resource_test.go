@@ -21,6 +21,7 @@ func TestResourceBuilder(t *testing.T) {
 			rb.SetHwType("hw.type-val")
 			rb.SetHwVendor("hw.vendor-val")
 			rb.SetNvidiaGpuIndex(16)
+			rb.SetNvidiaGpuMigEnabled(true)
 			rb.SetNvidiaGpuMinorNumber(23)
 			rb.SetNvidiaGpuPciBusID("nvidia.gpu.pci_bus_id-val")
 			rb.SetNvidiaGpuProcessType("nvidia.gpu.process.type-val")
@@ -38,7 +39,7 @@ func TestResourceBuilder(t *testing.T) {
 			case "default":
 				assert.Equal(t, 15, res.Attributes().Len())
 			case "all_set":
-				assert.Equal(t, 17, res.Attributes().Len())
+				assert.Equal(t, 18, res.Attributes().Len())
 			case "none_set":
 				assert.Equal(t, 0, res.Attributes().Len())
 				return
@@ -84,6 +85,11 @@ func TestResourceBuilder(t *testing.T) {
 			assert.True(t, ok)
 			if ok {
 				assert.EqualValues(t, 16, nvidiaGpuIndexAttrVal.Int())
+			}
+			nvidiaGpuMigEnabledAttrVal, ok := res.Attributes().Get("nvidia.gpu.mig.enabled")
+			assert.Equal(t, tt == "all_set", ok)
+			if ok {
+				assert.True(t, nvidiaGpuMigEnabledAttrVal.Bool())
 			}
 			nvidiaGpuMinorNumberAttrVal, ok := res.Attributes().Get("nvidia.gpu.minor_number")
 			assert.True(t, ok)
