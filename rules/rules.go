@@ -66,7 +66,7 @@ func All() []Rule {
 }
 
 func alertGroups() []Group {
-	return []Group{thermal(), power(), utilization(), memory(), memoryErrors(), xid(), health(), agent()}
+	return []Group{thermal(), power(), utilization(), memory(), memoryErrors(), xid(), health(), agent(), processes()}
 }
 
 func recordingGroups() []Group {

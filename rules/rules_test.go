@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/otelcol-gpu/otelcol-gpu/internal/contract"
 	"github.com/otelcol-gpu/otelcol-gpu/internal/gentest"
 	"github.com/otelcol-gpu/otelcol-gpu/internal/promql"
 )
@@ -81,6 +82,20 @@ func TestFoldKeepsTheValue(t *testing.T) {
 			if !strings.Contains(line, "{{") && !strings.Contains(line, "xxxx") && !strings.Contains(line, "runbook_url") {
 				assert.LessOrEqual(t, len(line), 100, line)
 			}
+		}
+	}
+}
+
+// TestRulesReadTheDefaultSet: no rule reads a series the agent leaves out by default
+// (the full overlay turns those on), so every alert and recording rule works without it.
+func TestRulesReadTheDefaultSet(t *testing.T) {
+	def, err := contract.DefaultSet("..")
+	require.NoError(t, err)
+	for _, r := range All() {
+		sels, err := promql.Selectors(r.Expr)
+		require.NoError(t, err, r.Expr)
+		for _, s := range sels {
+			assert.Empty(t, def.Lacks(s), "%s%s reads %s", r.Alert, r.Record, s.Metric)
 		}
 	}
 }
