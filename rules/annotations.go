@@ -15,13 +15,17 @@ series carries host_name, hw_id (GPU UUID, or the MIG UUID for a MIG instance, w
 hw_parent = the GPU's UUID), nvidia_gpu_index, hw_model, hw_driver_version,
 nvidia_gpu_pci_bus_id and, when one pod holds the GPU, k8s_namespace_name, k8s_pod_name,
 k8s_container_name. Host-level self-metrics (nvidia_nvml_available, nvidia_gpu_count,
-nvidia_gpu_attribution_*, nvidia_gpu_devices_*) carry host_name only.
+nvidia_gpu_attribution_*, nvidia_gpu_devices_*, nvidia_gpu_processes_folded_total) carry
+host_name only. Every rule reads only series the agent sends by default (without
+deploy/config-overlays/full.yaml).
 
 Conventions used below:
 - Joins on (host_name, hw_id) only go through set operators (and/unless) or an aggregated
-  side, never a one-to-one match: remote-write sends no staleness markers, so when the pod
-  on a GPU changes, the series with the old pod labels stays visible for up to 5 minutes
-  next to the new one.
+  side, never a one-to-one match: when the pod on a GPU changes, the series with the old
+  pod labels and the new one can both answer for a while. gpu_enrich ends the old one with
+  a stale marker within one collection interval (end_series, on by default), but an agent
+  that stops or restarts ends nothing, and Prometheus then keeps answering with a series'
+  last sample for its 5-minute lookback.
 - A MIG-enabled GPU reports its framebuffer both as a whole (hw_id = GPU UUID) and per
   MIG instance (nvidia_mig_uuid set). Framebuffer alerts fire on the instances, never on
   their parent as well.

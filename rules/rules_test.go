@@ -99,3 +99,37 @@ func TestRulesReadTheDefaultSet(t *testing.T) {
 		}
 	}
 }
+
+// TestRunbookQueriesSayWhatNeedsTheFullOverlay: a query in the runbook that reads a
+// series off by default says "full overlay" on its line, or under a comment line of its
+// block that does; every query parses.
+func TestRunbookQueriesSayWhatNeedsTheFullOverlay(t *testing.T) {
+	def, err := contract.DefaultSet("..")
+	require.NoError(t, err)
+	raw, err := os.ReadFile("runbook.md")
+	require.NoError(t, err)
+	blocks := regexp.MustCompile("(?s)```promql\n(.*?)```").FindAllStringSubmatch(string(raw), -1)
+	require.NotEmpty(t, blocks)
+	queries, optIn := 0, 0
+	for _, b := range blocks {
+		saidAbove := false
+		for _, line := range strings.Split(strings.TrimSpace(b[1]), "\n") {
+			if strings.HasPrefix(line, "#") {
+				saidAbove = saidAbove || strings.Contains(line, "full overlay")
+				continue
+			}
+			query, comment, _ := strings.Cut(line, "#")
+			sels, err := promql.Selectors(query)
+			require.NoError(t, err, line)
+			queries++
+			for _, s := range sels {
+				if why := def.Lacks(s); why != "" {
+					optIn++
+					assert.True(t, saidAbove || strings.Contains(comment, "full overlay"), "runbook: %q reads %s (%s) and does not say it needs the full overlay", line, s.Metric, why)
+				}
+			}
+		}
+	}
+	assert.Positive(t, queries)
+	assert.Positive(t, optIn)
+}
