@@ -2,16 +2,24 @@ package rules
 
 import "github.com/otelcol-gpu/otelcol-gpu/internal/thresholds"
 
+// migParents is one series per MIG-enabled GPU, labelled hw_id = the GPU's UUID (its
+// instances' hw_parent): "unless on (host_name, hw_id)" it leaves the GPU as a whole out,
+// so that framebuffer alerts fire on its instances only.
+const migParents = `label_replace(
+  group by (host_name, hw_parent) (hw_gpu_memory_limit_bytes{nvidia_mig_uuid!=""}),
+  "hw_id", "$1", "hw_parent", "(.+)"
+)`
+
+// correctedECC is the corrected ECC error counter since the driver loaded.
+const correctedECC = `hw_errors_total{error_type="corrected",nvidia_gpu_ecc_counter_type="volatile"}`
+
 func memory() Group {
 	return Group{Name: "gpu-memory", Rules: []Rule{
 		{
 			Alert: "GPUMemoryHigh",
 			Expr: `  hw_gpu_memory_utilization_ratio > ` + num(thresholds.MemoryHighRatio) + `
 unless on (host_name, hw_id)
-  label_replace(
-    group by (host_name, hw_parent) (hw_gpu_memory_limit_bytes{nvidia_mig_uuid!=""}),
-    "hw_id", "$1", "hw_parent", "(.+)"
-  )`,
+` + indent(migParents, "  "),
 			For:         "10m",
 			Severity:    "warning",
 			Summary:     migAt + " has " + valuePercent + " of its framebuffer in use.",
@@ -28,10 +36,7 @@ unless on (host_name, hw_id)
       hw_gpu_memory_usage_bytes - hw_gpu_memory_usage_bytes offset 30m > ` + num(thresholds.MemoryGrowthMinShare) + ` * hw_gpu_memory_limit_bytes
   )
 unless on (host_name, hw_id)
-  label_replace(
-    group by (host_name, hw_parent) (hw_gpu_memory_limit_bytes{nvidia_mig_uuid!=""}),
-    "hw_id", "$1", "hw_parent", "(.+)"
-  )`,
+` + indent(migParents, "  "),
 			For:         "15m",
 			Severity:    "warning",
 			Summary:     migAt + " will run out of framebuffer within the hour.",
@@ -51,10 +56,7 @@ or
     unless on (host_name, hw_id)
       nvidia_gpu_memory_leak_suspected{k8s_pod_name!=""} == 1
     unless on (host_name, hw_id)
-      label_replace(
-        group by (host_name, hw_parent) (hw_gpu_memory_limit_bytes{nvidia_mig_uuid!=""}),
-        "hw_id", "$1", "hw_parent", "(.+)"
-      )
+` + indent(migParents, "      ") + `
   )`,
 			For:         "15m",
 			Severity:    "warning",
@@ -100,13 +102,13 @@ func memoryErrors() Group {
 		{
 			Alert:   "GPUCorrectableECCErrorsRising",
 			Comment: "Predictive: more than " + num(thresholds.CorrectedECCErrors6h) + " corrected errors in the last 6 hours, at more than twice the rate of the day before. Corrected errors that accelerate often precede uncorrectable ones. Value: corrected errors in the last 6 hours.",
-			Expr: `  increase(hw_errors_total{error_type="corrected",nvidia_gpu_ecc_counter_type="volatile"}[6h]) > ` + num(thresholds.CorrectedECCErrors6h) + `
+			Expr: `  increase(` + correctedECC + `[6h]) > ` + num(thresholds.CorrectedECCErrors6h) + `
 and
-  increase(hw_errors_total{error_type="corrected",nvidia_gpu_ecc_counter_type="volatile"}[6h])
+  increase(` + correctedECC + `[6h])
 > 2 * (
-      increase(hw_errors_total{error_type="corrected",nvidia_gpu_ecc_counter_type="volatile"}[1d] offset 6h) / 4
+      increase(` + correctedECC + `[1d] offset 6h) / 4
     or
-      increase(hw_errors_total{error_type="corrected",nvidia_gpu_ecc_counter_type="volatile"}[6h]) * 0
+      increase(` + correctedECC + `[6h]) * 0
   )`,
 			For:         "30m",
 			Severity:    "warning",

@@ -1,6 +1,32 @@
 package rules
 
-import "github.com/otelcol-gpu/otelcol-gpu/internal/thresholds"
+import (
+	"strings"
+
+	"github.com/otelcol-gpu/otelcol-gpu/internal/thresholds"
+)
+
+// heldHours is the GPU-hours each owner (grouped by the labels in by) held over the
+// trailing hour: for each (GPU, owner) series of the per-owner metrics, the share of the
+// node's collections in the hour that carried it (the node's nvidia_nvml_available,
+// written at every collection, counts them), so the result does not depend on the
+// collection interval.
+func heldHours(by string, metrics ...string) string {
+	counts := make([]string, len(metrics))
+	for i, m := range metrics {
+		counts[i] = "count_over_time(" + m + "[1h])"
+	}
+	return `  sum by (` + by + `) (
+    clamp_max(
+        (
+            ` + strings.Join(counts, "\n          or ") + `
+        )
+      / on (host_name) group_left ()
+        max by (host_name) (count_over_time(nvidia_nvml_available[1h])),
+      1
+    )
+  )`
+}
 
 func allocation() Group {
 	return Group{Name: "gpu-allocation.rules", Rules: []Rule{
@@ -25,18 +51,7 @@ func allocation() Group {
 		{
 			Comment: "GPU-hours held over the trailing hour: for each (GPU, pod) series, the share of the node's collections in the hour that carried it (the node's nvidia_nvml_available, written at every collection, counts them), so the result does not depend on the collection interval.",
 			Record:  "namespace_pod:gpu_allocated_hours:sum",
-			Expr: `  sum by (k8s_namespace_name, k8s_pod_name) (
-    clamp_max(
-        (
-            count_over_time(nvidia_gpu_pod_energy_joules_total[1h])
-          or count_over_time(nvidia_gpu_pod_memory_usage_bytes[1h])
-          or count_over_time(nvidia_gpu_pod_utilization_ratio[1h])
-        )
-      / on (host_name) group_left ()
-        max by (host_name) (count_over_time(nvidia_nvml_available[1h])),
-      1
-    )
-  )`,
+			Expr:    heldHours("k8s_namespace_name, k8s_pod_name", "nvidia_gpu_pod_energy_joules_total", "nvidia_gpu_pod_memory_usage_bytes", "nvidia_gpu_pod_utilization_ratio"),
 		},
 		{
 			Record: "namespace:gpu_allocated_hours:sum",

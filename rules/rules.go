@@ -148,6 +148,12 @@ func (r Rule) node() (*yaml.Node, error) {
 	return n, nil
 }
 
+// indent prefixes every line of a PromQL fragment, so that a shared fragment lines up
+// with the expression it is part of.
+func indent(fragment, prefix string) string {
+	return prefix + strings.ReplaceAll(fragment, "\n", "\n"+prefix)
+}
+
 // comment wraps a rule's comment into lines of about 88 columns.
 func comment(text string) string {
 	if text == "" {

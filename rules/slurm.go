@@ -25,18 +25,7 @@ func slurmJobs() Group {
 		{
 			Comment: "GPU-hours over the trailing hour, for chargeback: for each (GPU, job) series, the share of the node's collections in the hour that carried it (the node's nvidia_nvml_available counts them). A job that ended within the hour keeps its share. Slurm's allocation is not visible to the agent: a GPU counts while the job runs a process on it.",
 			Record:  "slurm_job:gpu_hours:sum",
-			Expr: `  sum by (` + byJob + `) (
-    clamp_max(
-        (
-            count_over_time(nvidia_gpu_job_energy_joules_total[1h])
-          or count_over_time(nvidia_gpu_job_memory_usage_bytes[1h])
-          or count_over_time(nvidia_gpu_job_utilization_ratio[1h])
-        )
-      / on (host_name) group_left ()
-        max by (host_name) (count_over_time(nvidia_nvml_available[1h])),
-      1
-    )
-  )`,
+			Expr:    heldHours(byJob, "nvidia_gpu_job_energy_joules_total", "nvidia_gpu_job_memory_usage_bytes", "nvidia_gpu_job_utilization_ratio"),
 		},
 		{
 			Comment: "GPU-hours actually used over the trailing hour: the job's SM utilization integrated over the hour (one GPU kept 50 % busy for the hour is 0.5). Absent for jobs on MIG instances only (NVML has no per-process utilization under MIG).",

@@ -2,6 +2,11 @@ package rules
 
 import "github.com/otelcol-gpu/otelcol-gpu/internal/thresholds"
 
+// powerShare is board power as a share of the enforced power limit, per GPU.
+const powerShare = `hw_power_watts
+  / ignoring (nvidia_gpu_power_limit_type)
+nvidia_gpu_power_limit_watts{nvidia_gpu_power_limit_type="enforced"}`
+
 func thermal() Group {
 	return Group{Name: "gpu-thermal", Rules: []Rule{
 		{
@@ -28,9 +33,7 @@ func power() Group {
 	return Group{Name: "gpu-power", Rules: []Rule{
 		{
 			Alert: "GPUPowerNearLimit",
-			Expr: `hw_power_watts
-  / ignoring (nvidia_gpu_power_limit_type)
-nvidia_gpu_power_limit_watts{nvidia_gpu_power_limit_type="enforced"}
+			Expr: powerShare + `
   > ` + num(thresholds.PowerNearLimitRatio),
 			For:         "15m",
 			Severity:    "info",

@@ -46,9 +46,7 @@ or
 			Alert:   "GPULowUtilizationHighPower",
 			Comment: "Under " + percent(thresholds.UtilizationLowRatio) + " busy yet over " + percent(thresholds.PowerWhileIdleRatio) + " of the power limit: a hung or spinning context, clocks locked high, or a GPU in a bad state. Value: power as a share of the limit.",
 			Expr: `  (
-      hw_power_watts
-        / ignoring (nvidia_gpu_power_limit_type)
-      nvidia_gpu_power_limit_watts{nvidia_gpu_power_limit_type="enforced"}
+` + indent(powerShare, "      ") + `
     > ` + num(thresholds.PowerWhileIdleRatio) + `
   )
 and ignoring (hw_gpu_task)
