@@ -127,7 +127,7 @@ type dcgmField struct {
 }
 
 // dcgmCSVFields are the fields NVML can give (the rest are listed, with the reason, in
-// docs/migrating-from-dcgm-exporter.md and checked there by TestMigrationGuideCoversEveryCSVField).
+// docs/migrating-from-dcgm-exporter.md and kept in step with the overlay by TestEveryDCGMCSVFieldIsAccountedFor).
 var dcgmCSVFields = []dcgmField{
 	{"DCGM_FI_DEV_SM_CLOCK", 300, 2000},               // MHz
 	{"DCGM_FI_DEV_MEM_CLOCK", 1000, 3500},             // MHz
@@ -202,7 +202,8 @@ var dcgmCommonExtraFields = []dcgmField{
 // TestDCGMCompatibilityEveryField: with every receiver metric on (the full overlay), every
 // CSV field NVML can give lands with dcgm-exporter's name, one series per GPU, in its
 // unit; the overlay's switches give the labels a GPU Operator install scraped without
-// honorLabels has (job nvidia-dcgm-exporter, exported_pod/namespace/container).
+// honorLabels has (job nvidia-dcgm-exporter, exported_pod/namespace/container), and
+// --replace-blanks-in-model-name's modelName.
 // On a MIG node each instance has its own series of the fields it reports
 // (GPU_I_ID, GPU_I_PROFILE) and per-GPU sums count nothing twice.
 func TestDCGMCompatibilityEveryField(t *testing.T) {
@@ -210,7 +211,7 @@ func TestDCGMCompatibilityEveryField(t *testing.T) {
 	node := fakeNode(t, uuids)
 	// Order matters: full.yaml's list of profiling activities (all of them) must win.
 	node.overlays = []string{"dcgm-compat.yaml", "../deploy/config-overlays/full.yaml"}
-	node.env = []string{"OTELCOL_GPU_DCGM_JOB=nvidia-dcgm-exporter", "OTELCOL_GPU_DCGM_POD_LABEL_PREFIX=exported_"}
+	node.env = []string{"OTELCOL_GPU_DCGM_JOB=nvidia-dcgm-exporter", "OTELCOL_GPU_DCGM_POD_LABEL_PREFIX=exported_", "OTELCOL_GPU_DCGM_REPLACE_BLANKS_IN_MODEL_NAME=true"}
 	p := prom.Start(t, "")
 	startAgentOn(t, p, "e2e-dcgm-all", "dgxh100", "steady-training", node)
 	startAgentOn(t, p, "e2e-dcgm-mig", "dgxh100", "mig", agentNode{overlays: []string{"dcgm-compat.yaml"}})
@@ -241,6 +242,9 @@ func TestDCGMCompatibilityEveryField(t *testing.T) {
 			}
 			if x.Labels["exported_pod"] != "train-"+x.Labels["gpu"] || x.Labels["exported_namespace"] != "ml" || x.Labels["exported_container"] != "pytorch" {
 				t.Errorf("GPU %s: %v", x.Labels["gpu"], x.Labels)
+			}
+			if x.Labels["modelName"] != "NVIDIA-H100-80GB-HBM3" {
+				t.Errorf("GPU %s: modelName %q, want the blanks replaced", x.Labels["gpu"], x.Labels["modelName"])
 			}
 			if x.Labels["pod"] != "" || x.Labels["namespace"] != "" || x.Labels["container"] != "" {
 				t.Errorf("GPU %s: unprefixed pod labels too: %v", x.Labels["gpu"], x.Labels)
