@@ -115,5 +115,11 @@ func alertsHealth() *dashboard.DashboardBuilder {
 			query("increase("+s.sel("nvidia_gpu_attribution_errors_total")+"[$__rate_interval])", "{{host_name}}")).
 			Description("Failed reads of the kubelet pod-resources API.").DrawStyle(common.GraphDrawStyleBars).FillOpacity(80).Min(0),
 	)
+	add(d, 24, 6,
+		timeSeries("Process series folded", units.Short,
+			query("increase("+s.sel("nvidia_gpu_processes_folded_total")+"[$__rate_interval])", "{{host_name}}")).
+			Description("GPU processes the agent summed into a GPU's (other) series, because the GPU had more kinds of process (owner, executable, type) than gpu_enrich's processes.max_per_gpu allows series (GPUProcessSeriesFolded). Per-pod and per-job series still count them.").
+			DrawStyle(common.GraphDrawStyleBars).FillOpacity(80).Min(0),
+	)
 	return d
 }
