@@ -20,6 +20,7 @@ import (
 	pprofextension "github.com/open-telemetry/opentelemetry-collector-contrib/extension/pprofextension"
 	filestorage "github.com/open-telemetry/opentelemetry-collector-contrib/extension/storage/filestorage"
 	bearertokenauthextension "github.com/open-telemetry/opentelemetry-collector-contrib/extension/bearertokenauthextension"
+	basicauthserverextension "github.com/otelcol-gpu/otelcol-gpu/extension/basicauthserverextension"
 	gpuenrichprocessor "github.com/otelcol-gpu/otelcol-gpu/processor/gpuenrichprocessor"
 	batchprocessor "go.opentelemetry.io/collector/processor/batchprocessor"
 	memorylimiterprocessor "go.opentelemetry.io/collector/processor/memorylimiterprocessor"
@@ -56,6 +57,7 @@ func components() (otelcol.Factories, error) {
 		pprofextension.NewFactory(),
 		filestorage.NewFactory(),
 		bearertokenauthextension.NewFactory(),
+		basicauthserverextension.NewFactory(),
 	)
 	if err != nil {
 		return otelcol.Factories{}, err
@@ -65,6 +67,7 @@ func components() (otelcol.Factories, error) {
 		pprofextension.NewFactory().Type(): "github.com/open-telemetry/opentelemetry-collector-contrib/extension/pprofextension v0.161.0",
 		filestorage.NewFactory().Type(): "github.com/open-telemetry/opentelemetry-collector-contrib/extension/storage/filestorage v0.161.0",
 		bearertokenauthextension.NewFactory().Type(): "github.com/open-telemetry/opentelemetry-collector-contrib/extension/bearertokenauthextension v0.161.0",
+		basicauthserverextension.NewFactory().Type(): "github.com/otelcol-gpu/otelcol-gpu v0.0.0",
 	})
 
 	factories.Receivers, err = otelcol.MakeFactoryMap[receiver.Factory](

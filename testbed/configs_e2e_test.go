@@ -11,8 +11,13 @@ import (
 	"github.com/otelcol-gpu/otelcol-gpu/testbed/internal/proc"
 )
 
-// overlays are configs meant to be merged over another (a second --config).
-var overlays = map[string]string{"dcgm-compat.yaml": "agent.yaml"}
+// overlays are configs meant to be merged over others (later --config flags), with the
+// configs they go over, in order.
+var overlays = map[string][]string{
+	"dcgm-compat.yaml":               {"agent.yaml"},
+	"dcgm-compat-scrape.yaml":        {"agent.yaml", "dcgm-compat.yaml"},
+	"dcgm-compat-scrape-secure.yaml": {"agent.yaml", "dcgm-compat.yaml", "dcgm-compat-scrape.yaml"},
+}
 
 // TestShippedConfigsValidate runs `otelcol-gpu validate` on every config under configs/
 // (overlays merged over their base).
@@ -23,10 +28,11 @@ func TestShippedConfigsValidate(t *testing.T) {
 	}
 	for _, cfg := range configs {
 		t.Run(filepath.Base(cfg), func(t *testing.T) {
-			args := []string{"validate", "--config", cfg}
-			if base, ok := overlays[filepath.Base(cfg)]; ok {
-				args = []string{"validate", "--config", filepath.Join(filepath.Dir(cfg), base), "--config", cfg}
+			args := []string{"validate"}
+			for _, base := range overlays[filepath.Base(cfg)] {
+				args = append(args, "--config", filepath.Join(filepath.Dir(cfg), base))
 			}
+			args = append(args, "--config", cfg)
 			cmd := exec.Command(proc.CollectorBinary(t), args...)
 			cmd.Env = append(os.Environ(), "PROMETHEUS_REMOTE_WRITE_URL=http://127.0.0.1:9090/api/v1/write")
 			if out, err := cmd.CombinedOutput(); err != nil {
