@@ -202,8 +202,9 @@ var dcgmCommonExtraFields = []dcgmField{
 // TestDCGMCompatibilityEveryField: with every receiver metric on (the full overlay), every
 // CSV field NVML can give lands with dcgm-exporter's name, one series per GPU, in its
 // unit; the overlay's switches give the labels a GPU Operator install scraped without
-// honorLabels has (job nvidia-dcgm-exporter, exported_pod/namespace/container), and
-// --replace-blanks-in-model-name's modelName.
+// honorLabels has (job nvidia-dcgm-exporter, exported_pod/namespace/container),
+// --replace-blanks-in-model-name's modelName, and the inventory labels (a simulated H100
+// keeps no separate power InfoROM object, so DCGM_FI_DEV_POWER_INFOROM_VER is absent).
 // On a MIG node each instance has its own series of the fields it reports
 // (GPU_I_ID, GPU_I_PROFILE) and per-GPU sums count nothing twice.
 func TestDCGMCompatibilityEveryField(t *testing.T) {
@@ -242,6 +243,12 @@ func TestDCGMCompatibilityEveryField(t *testing.T) {
 			}
 			if x.Labels["exported_pod"] != "train-"+x.Labels["gpu"] || x.Labels["exported_namespace"] != "ml" || x.Labels["exported_container"] != "pytorch" {
 				t.Errorf("GPU %s: %v", x.Labels["gpu"], x.Labels)
+			}
+			for _, l := range []string{"DCGM_FI_NVML_VERSION", "DCGM_FI_DEV_BRAND", "DCGM_FI_DEV_SERIAL", "DCGM_FI_DEV_OEM_INFOROM_VER",
+				"DCGM_FI_DEV_ECC_INFOROM_VER", "DCGM_FI_DEV_INFOROM_IMAGE_VER", "DCGM_FI_DEV_VBIOS_VERSION"} {
+				if x.Labels[l] == "" {
+					t.Errorf("GPU %s lacks the inventory label %s: %v", x.Labels["gpu"], l, x.Labels)
+				}
 			}
 			if x.Labels["modelName"] != "NVIDIA-H100-80GB-HBM3" {
 				t.Errorf("GPU %s: modelName %q, want the blanks replaced", x.Labels["gpu"], x.Labels["modelName"])

@@ -95,6 +95,45 @@ func (d *Device) GetName() (string, nvml.Return) {
 	return d.name, nvml.SUCCESS
 }
 
+// GetSerial returns a deterministic board serial number.
+func (d *Device) GetSerial() (string, nvml.Return) {
+	if r := d.ret("DeviceGetSerial"); r != nvml.SUCCESS {
+		return "", r
+	}
+	return fmt.Sprintf("16549230%05d", 10*d.index+int(d.sim.seed%10)), nvml.SUCCESS
+}
+
+// GetVbiosVersion returns the VBIOS version of the system's GPUs.
+func (d *Device) GetVbiosVersion() (string, nvml.Return) {
+	if r := d.ret("DeviceGetVbiosVersion"); r != nvml.SUCCESS {
+		return "", r
+	}
+	return d.sim.machine.sys.vbios, nvml.SUCCESS
+}
+
+// GetInforomImageVersion returns the InfoROM image version.
+func (d *Device) GetInforomImageVersion() (string, nvml.Return) {
+	if r := d.ret("DeviceGetInforomImageVersion"); r != nvml.SUCCESS {
+		return "", r
+	}
+	return "G520.0200.00.05", nvml.SUCCESS
+}
+
+// GetInforomVersion returns the version of an InfoROM object; newer boards keep no
+// separate power object (NOT_SUPPORTED, as on real Hopper boards).
+func (d *Device) GetInforomVersion(obj nvml.InforomObject) (string, nvml.Return) {
+	if r := d.ret("DeviceGetInforomVersion"); r != nvml.SUCCESS {
+		return "", r
+	}
+	switch obj {
+	case nvml.INFOROM_OEM:
+		return "2.1", nvml.SUCCESS
+	case nvml.INFOROM_ECC:
+		return "7.16", nvml.SUCCESS
+	}
+	return "", nvml.ERROR_NOT_SUPPORTED
+}
+
 // GetIndex returns the NVML index.
 func (d *Device) GetIndex() (int, nvml.Return) {
 	if r := d.ret("DeviceGetIndex"); r != nvml.SUCCESS {

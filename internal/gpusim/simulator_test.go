@@ -172,9 +172,9 @@ func TestLostGPUAnswersGPUIsLostAndComesBack(t *testing.T) {
 func TestUnimplementedCallsAnswerNotSupportedInsteadOfPanicking(t *testing.T) {
 	s, _ := newTestSim(t, "dgxa100", "idle", 1)
 	d, _ := s.DeviceGetHandleByIndex(0)
-	_, ret := d.GetSerial()
+	_, ret := d.GetBoardPartNumber()
 	assert.Equal(t, nvml.ERROR_NOT_SUPPORTED, ret)
-	_, ret = d.GetVbiosVersion()
+	_, ret = d.GetDisplayActive()
 	assert.Equal(t, nvml.ERROR_NOT_SUPPORTED, ret)
 }
 

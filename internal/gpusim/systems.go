@@ -21,6 +21,7 @@ type system struct {
 	smClockMax  uint32 // MHz
 	smClockIdle uint32 // MHz
 	memClock    uint32 // MHz
+	vbios       string
 	// PCI bus numbers of the eight SXM GPUs on this kind of board.
 	busNumbers [8]uint32
 	// minors are the device-node minor numbers (/dev/nvidia<N>) by NVML index. NVML orders
@@ -32,12 +33,12 @@ type system struct {
 var dgxBusNumbers = [8]uint32{0x18, 0x2a, 0x3a, 0x5d, 0x9a, 0xab, 0xba, 0xdb}
 
 var systems = map[string]system{
-	"dgxa100": {newServer: dgxa100.New, powerLimitW: 400, idlePowerW: 55, smClockMax: 1410, smClockIdle: 210, memClock: 1215,
+	"dgxa100": {newServer: dgxa100.New, powerLimitW: 400, idlePowerW: 55, smClockMax: 1410, smClockIdle: 210, memClock: 1215, vbios: "92.00.45.00.03",
 		busNumbers: [8]uint32{0x07, 0x0f, 0x47, 0x4e, 0x87, 0x90, 0xb7, 0xbd}},
-	"dgxh100": {newServer: dgxh100.New, powerLimitW: 700, idlePowerW: 70, smClockMax: 1980, smClockIdle: 345, memClock: 2619, busNumbers: dgxBusNumbers,
+	"dgxh100": {newServer: dgxh100.New, powerLimitW: 700, idlePowerW: 70, smClockMax: 1980, smClockIdle: 345, memClock: 2619, vbios: "96.00.74.00.01", busNumbers: dgxBusNumbers,
 		minors: []int{2, 3, 0, 1, 6, 7, 4, 5}},
-	"dgxh200": {newServer: dgxh200.New, powerLimitW: 700, idlePowerW: 75, smClockMax: 1980, smClockIdle: 345, memClock: 3201, busNumbers: dgxBusNumbers},
-	"dgxb200": {newServer: dgxb200.New, powerLimitW: 1000, idlePowerW: 120, smClockMax: 1965, smClockIdle: 360, memClock: 3996, busNumbers: dgxBusNumbers,
+	"dgxh200": {newServer: dgxh200.New, powerLimitW: 700, idlePowerW: 75, smClockMax: 1980, smClockIdle: 345, memClock: 3201, vbios: "96.00.99.00.01", busNumbers: dgxBusNumbers},
+	"dgxb200": {newServer: dgxb200.New, powerLimitW: 1000, idlePowerW: 120, smClockMax: 1965, smClockIdle: 360, memClock: 3996, vbios: "97.00.88.00.0F", busNumbers: dgxBusNumbers,
 		minors: []int{4, 5, 6, 7, 0, 1, 2, 3}},
 }
 

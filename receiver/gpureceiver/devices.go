@@ -26,6 +26,8 @@ type gpuDevice struct {
 	model  string
 	busID  string
 	driver string
+	// inventory is read once per discovery, for the resource attributes that are on.
+	inventory inventory
 
 	resource pcommon.Resource
 	static   staticFacts
@@ -49,6 +51,11 @@ type gpuDevice struct {
 	mig migState
 	// health is the state reported last, to log changes once.
 	health metadata.AttributeHwState
+}
+
+// inventory is what dcgm-exporter offers as opt-in labels: versions and serial numbers.
+type inventory struct {
+	brand, serial, vbios, inforomImage, inforomOEM, inforomECC, inforomPower, nvmlVersion string
 }
 
 // staticFacts are read once at discovery: they do not change while the driver runs.
@@ -78,10 +85,16 @@ func (s *gpuScraper) discoverDevices() {
 	if ret != nvml.SUCCESS {
 		driver = ""
 	}
+	nvmlVersion := ""
+	if s.cfg.ResourceAttributes.NvidiaNvmlVersion.Enabled {
+		if v, ret := lib.SystemGetNVMLVersion(); ret == nvml.SUCCESS {
+			nvmlVersion = v
+		}
+	}
 	var devices []*gpuDevice
 	found := map[string]bool{}
 	for i := 0; i < count; i++ {
-		d, err := s.identify(lib, i, driver)
+		d, err := s.identify(lib, i, driver, nvmlVersion)
 		if err != nil {
 			s.logger.Warn("Cannot identify GPU; it is skipped until the next discovery", zap.Int("index", i), zap.Error(err))
 			continue
@@ -103,7 +116,7 @@ func (s *gpuScraper) discoverDevices() {
 	s.logger.Info("GPUs discovered", zap.Int("count", len(found)), zap.String("driver_version", driver))
 }
 
-func (s *gpuScraper) identify(lib nvml.Interface, i int, driver string) (*gpuDevice, error) {
+func (s *gpuScraper) identify(lib nvml.Interface, i int, driver, nvmlVersion string) (*gpuDevice, error) {
 	h, ret := lib.DeviceGetHandleByIndex(i)
 	if ret != nvml.SUCCESS {
 		return nil, nvmlclient.NewError("nvmlDeviceGetHandleByIndex", ret)
@@ -131,6 +144,8 @@ func (s *gpuScraper) identify(lib nvml.Interface, i int, driver string) (*gpuDev
 	if minor, ret := h.GetMinorNumber(); ret == nvml.SUCCESS {
 		d.minor = minor
 	}
+	d.inventory = s.readInventory(h)
+	d.inventory.nvmlVersion = nvmlVersion
 	d.resource = identityBuilder(s.mb, s.hostName, d).Emit()
 	d.static = s.readStaticFacts(h)
 	d.fieldRequest = newFieldRequest(&s.cfg.Metrics, d.static.nvlinks)
@@ -152,7 +167,67 @@ func identityBuilder(mb *metadata.MetricsBuilder, hostName string, d *gpuDevice)
 		rb.SetNvidiaGpuMinorNumber(int64(d.minor))
 	}
 	rb.SetNvidiaGpuPciBusID(d.busID)
+	for _, a := range []struct {
+		set   func(string)
+		value string
+	}{
+		{rb.SetNvidiaGpuBrand, d.inventory.brand},
+		{rb.SetNvidiaGpuSerial, d.inventory.serial},
+		{rb.SetNvidiaGpuVbiosVersion, d.inventory.vbios},
+		{rb.SetNvidiaGpuInforomImageVersion, d.inventory.inforomImage},
+		{rb.SetNvidiaGpuInforomOemVersion, d.inventory.inforomOEM},
+		{rb.SetNvidiaGpuInforomEccVersion, d.inventory.inforomECC},
+		{rb.SetNvidiaGpuInforomPowerVersion, d.inventory.inforomPower},
+		{rb.SetNvidiaNvmlVersion, d.inventory.nvmlVersion},
+	} {
+		if a.value != "" {
+			a.set(a.value)
+		}
+	}
 	return rb
+}
+
+// brandNames are NVML's brand types as nvidia-smi names them ("Product Brand").
+var brandNames = map[nvml.BrandType]string{
+	nvml.BRAND_QUADRO: "Quadro", nvml.BRAND_TESLA: "Tesla", nvml.BRAND_NVS: "NVS", nvml.BRAND_GRID: "GRID",
+	nvml.BRAND_GEFORCE: "GeForce", nvml.BRAND_TITAN: "Titan", nvml.BRAND_NVIDIA_VAPPS: "NVIDIA Virtual Applications",
+	nvml.BRAND_NVIDIA_VPC: "NVIDIA Virtual PC", nvml.BRAND_NVIDIA_VCS: "NVIDIA Virtual Compute Server",
+	nvml.BRAND_NVIDIA_VWS: "NVIDIA RTX Virtual Workstation", nvml.BRAND_NVIDIA_CLOUD_GAMING: "NVIDIA Cloud Gaming",
+	nvml.BRAND_QUADRO_RTX: "Quadro RTX", nvml.BRAND_NVIDIA_RTX: "NVIDIA RTX", nvml.BRAND_NVIDIA: "NVIDIA",
+	nvml.BRAND_GEFORCE_RTX: "GeForce RTX", nvml.BRAND_TITAN_RTX: "Titan RTX",
+}
+
+// readInventory reads the inventory attributes that are on; what the driver cannot tell
+// stays empty (and the attribute absent).
+func (s *gpuScraper) readInventory(h nvml.Device) inventory {
+	ra := &s.cfg.ResourceAttributes
+	var inv inventory
+	str := func(on bool, read func() (string, nvml.Return)) string {
+		if !on {
+			return ""
+		}
+		if v, ret := read(); ret == nvml.SUCCESS {
+			return strings.TrimSpace(v)
+		}
+		return ""
+	}
+	inforom := func(obj nvml.InforomObject) func() (string, nvml.Return) {
+		return func() (string, nvml.Return) { return h.GetInforomVersion(obj) }
+	}
+	if ra.NvidiaGpuBrand.Enabled {
+		if b, ret := h.GetBrand(); ret == nvml.SUCCESS {
+			if name, ok := brandNames[b]; ok {
+				inv.brand = name
+			}
+		}
+	}
+	inv.serial = str(ra.NvidiaGpuSerial.Enabled, h.GetSerial)
+	inv.vbios = str(ra.NvidiaGpuVbiosVersion.Enabled, h.GetVbiosVersion)
+	inv.inforomImage = str(ra.NvidiaGpuInforomImageVersion.Enabled, h.GetInforomImageVersion)
+	inv.inforomOEM = str(ra.NvidiaGpuInforomOemVersion.Enabled, inforom(nvml.INFOROM_OEM))
+	inv.inforomECC = str(ra.NvidiaGpuInforomEccVersion.Enabled, inforom(nvml.INFOROM_ECC))
+	inv.inforomPower = str(ra.NvidiaGpuInforomPowerVersion.Enabled, inforom(nvml.INFOROM_POWER))
+	return inv
 }
 
 // readStaticFacts reads what does not change while the driver runs, for the metrics

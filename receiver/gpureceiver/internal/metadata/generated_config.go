@@ -1743,24 +1743,32 @@ func (rac *ResourceAttributeConfig) Unmarshal(parser *confmap.Conf) error {
 
 // ResourceAttributesConfig provides config for gpu resource attributes.
 type ResourceAttributesConfig struct {
-	HostName                   ResourceAttributeConfig `mapstructure:"host.name"`
-	HwDriverVersion            ResourceAttributeConfig `mapstructure:"hw.driver_version"`
-	HwID                       ResourceAttributeConfig `mapstructure:"hw.id"`
-	HwModel                    ResourceAttributeConfig `mapstructure:"hw.model"`
-	HwParent                   ResourceAttributeConfig `mapstructure:"hw.parent"`
-	HwType                     ResourceAttributeConfig `mapstructure:"hw.type"`
-	HwVendor                   ResourceAttributeConfig `mapstructure:"hw.vendor"`
-	NvidiaGpuIndex             ResourceAttributeConfig `mapstructure:"nvidia.gpu.index"`
-	NvidiaGpuMigEnabled        ResourceAttributeConfig `mapstructure:"nvidia.gpu.mig.enabled"`
-	NvidiaGpuMinorNumber       ResourceAttributeConfig `mapstructure:"nvidia.gpu.minor_number"`
-	NvidiaGpuPciBusID          ResourceAttributeConfig `mapstructure:"nvidia.gpu.pci_bus_id"`
-	NvidiaGpuProcessType       ResourceAttributeConfig `mapstructure:"nvidia.gpu.process.type"`
-	NvidiaMigComputeInstanceID ResourceAttributeConfig `mapstructure:"nvidia.mig.compute_instance_id"`
-	NvidiaMigGpuInstanceID     ResourceAttributeConfig `mapstructure:"nvidia.mig.gpu_instance_id"`
-	NvidiaMigProfile           ResourceAttributeConfig `mapstructure:"nvidia.mig.profile"`
-	NvidiaMigUUID              ResourceAttributeConfig `mapstructure:"nvidia.mig.uuid"`
-	ProcessExecutableName      ResourceAttributeConfig `mapstructure:"process.executable.name"`
-	ProcessPid                 ResourceAttributeConfig `mapstructure:"process.pid"`
+	HostName                     ResourceAttributeConfig `mapstructure:"host.name"`
+	HwDriverVersion              ResourceAttributeConfig `mapstructure:"hw.driver_version"`
+	HwID                         ResourceAttributeConfig `mapstructure:"hw.id"`
+	HwModel                      ResourceAttributeConfig `mapstructure:"hw.model"`
+	HwParent                     ResourceAttributeConfig `mapstructure:"hw.parent"`
+	HwType                       ResourceAttributeConfig `mapstructure:"hw.type"`
+	HwVendor                     ResourceAttributeConfig `mapstructure:"hw.vendor"`
+	NvidiaGpuBrand               ResourceAttributeConfig `mapstructure:"nvidia.gpu.brand"`
+	NvidiaGpuIndex               ResourceAttributeConfig `mapstructure:"nvidia.gpu.index"`
+	NvidiaGpuInforomEccVersion   ResourceAttributeConfig `mapstructure:"nvidia.gpu.inforom.ecc_version"`
+	NvidiaGpuInforomImageVersion ResourceAttributeConfig `mapstructure:"nvidia.gpu.inforom.image_version"`
+	NvidiaGpuInforomOemVersion   ResourceAttributeConfig `mapstructure:"nvidia.gpu.inforom.oem_version"`
+	NvidiaGpuInforomPowerVersion ResourceAttributeConfig `mapstructure:"nvidia.gpu.inforom.power_version"`
+	NvidiaGpuMigEnabled          ResourceAttributeConfig `mapstructure:"nvidia.gpu.mig.enabled"`
+	NvidiaGpuMinorNumber         ResourceAttributeConfig `mapstructure:"nvidia.gpu.minor_number"`
+	NvidiaGpuPciBusID            ResourceAttributeConfig `mapstructure:"nvidia.gpu.pci_bus_id"`
+	NvidiaGpuProcessType         ResourceAttributeConfig `mapstructure:"nvidia.gpu.process.type"`
+	NvidiaGpuSerial              ResourceAttributeConfig `mapstructure:"nvidia.gpu.serial"`
+	NvidiaGpuVbiosVersion        ResourceAttributeConfig `mapstructure:"nvidia.gpu.vbios_version"`
+	NvidiaMigComputeInstanceID   ResourceAttributeConfig `mapstructure:"nvidia.mig.compute_instance_id"`
+	NvidiaMigGpuInstanceID       ResourceAttributeConfig `mapstructure:"nvidia.mig.gpu_instance_id"`
+	NvidiaMigProfile             ResourceAttributeConfig `mapstructure:"nvidia.mig.profile"`
+	NvidiaMigUUID                ResourceAttributeConfig `mapstructure:"nvidia.mig.uuid"`
+	NvidiaNvmlVersion            ResourceAttributeConfig `mapstructure:"nvidia.nvml.version"`
+	ProcessExecutableName        ResourceAttributeConfig `mapstructure:"process.executable.name"`
+	ProcessPid                   ResourceAttributeConfig `mapstructure:"process.pid"`
 }
 
 func DefaultResourceAttributesConfig() ResourceAttributesConfig {
@@ -1786,8 +1794,23 @@ func DefaultResourceAttributesConfig() ResourceAttributesConfig {
 		HwVendor: ResourceAttributeConfig{
 			Enabled: false,
 		},
+		NvidiaGpuBrand: ResourceAttributeConfig{
+			Enabled: false,
+		},
 		NvidiaGpuIndex: ResourceAttributeConfig{
 			Enabled: true,
+		},
+		NvidiaGpuInforomEccVersion: ResourceAttributeConfig{
+			Enabled: false,
+		},
+		NvidiaGpuInforomImageVersion: ResourceAttributeConfig{
+			Enabled: false,
+		},
+		NvidiaGpuInforomOemVersion: ResourceAttributeConfig{
+			Enabled: false,
+		},
+		NvidiaGpuInforomPowerVersion: ResourceAttributeConfig{
+			Enabled: false,
 		},
 		NvidiaGpuMigEnabled: ResourceAttributeConfig{
 			Enabled: false,
@@ -1801,6 +1824,12 @@ func DefaultResourceAttributesConfig() ResourceAttributesConfig {
 		NvidiaGpuProcessType: ResourceAttributeConfig{
 			Enabled: true,
 		},
+		NvidiaGpuSerial: ResourceAttributeConfig{
+			Enabled: false,
+		},
+		NvidiaGpuVbiosVersion: ResourceAttributeConfig{
+			Enabled: false,
+		},
 		NvidiaMigComputeInstanceID: ResourceAttributeConfig{
 			Enabled: true,
 		},
@@ -1812,6 +1841,9 @@ func DefaultResourceAttributesConfig() ResourceAttributesConfig {
 		},
 		NvidiaMigUUID: ResourceAttributeConfig{
 			Enabled: true,
+		},
+		NvidiaNvmlVersion: ResourceAttributeConfig{
+			Enabled: false,
 		},
 		ProcessExecutableName: ResourceAttributeConfig{
 			Enabled: true,

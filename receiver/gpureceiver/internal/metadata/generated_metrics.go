@@ -3982,11 +3982,41 @@ func NewMetricsBuilder(mbc MetricsBuilderConfig, settings receiver.Settings, opt
 	if mbc.ResourceAttributes.HwVendor.MetricsExclude != nil {
 		mb.resourceAttributeExcludeFilter["hw.vendor"] = filter.CreateFilter(mbc.ResourceAttributes.HwVendor.MetricsExclude)
 	}
+	if mbc.ResourceAttributes.NvidiaGpuBrand.MetricsInclude != nil {
+		mb.resourceAttributeIncludeFilter["nvidia.gpu.brand"] = filter.CreateFilter(mbc.ResourceAttributes.NvidiaGpuBrand.MetricsInclude)
+	}
+	if mbc.ResourceAttributes.NvidiaGpuBrand.MetricsExclude != nil {
+		mb.resourceAttributeExcludeFilter["nvidia.gpu.brand"] = filter.CreateFilter(mbc.ResourceAttributes.NvidiaGpuBrand.MetricsExclude)
+	}
 	if mbc.ResourceAttributes.NvidiaGpuIndex.MetricsInclude != nil {
 		mb.resourceAttributeIncludeFilter["nvidia.gpu.index"] = filter.CreateFilter(mbc.ResourceAttributes.NvidiaGpuIndex.MetricsInclude)
 	}
 	if mbc.ResourceAttributes.NvidiaGpuIndex.MetricsExclude != nil {
 		mb.resourceAttributeExcludeFilter["nvidia.gpu.index"] = filter.CreateFilter(mbc.ResourceAttributes.NvidiaGpuIndex.MetricsExclude)
+	}
+	if mbc.ResourceAttributes.NvidiaGpuInforomEccVersion.MetricsInclude != nil {
+		mb.resourceAttributeIncludeFilter["nvidia.gpu.inforom.ecc_version"] = filter.CreateFilter(mbc.ResourceAttributes.NvidiaGpuInforomEccVersion.MetricsInclude)
+	}
+	if mbc.ResourceAttributes.NvidiaGpuInforomEccVersion.MetricsExclude != nil {
+		mb.resourceAttributeExcludeFilter["nvidia.gpu.inforom.ecc_version"] = filter.CreateFilter(mbc.ResourceAttributes.NvidiaGpuInforomEccVersion.MetricsExclude)
+	}
+	if mbc.ResourceAttributes.NvidiaGpuInforomImageVersion.MetricsInclude != nil {
+		mb.resourceAttributeIncludeFilter["nvidia.gpu.inforom.image_version"] = filter.CreateFilter(mbc.ResourceAttributes.NvidiaGpuInforomImageVersion.MetricsInclude)
+	}
+	if mbc.ResourceAttributes.NvidiaGpuInforomImageVersion.MetricsExclude != nil {
+		mb.resourceAttributeExcludeFilter["nvidia.gpu.inforom.image_version"] = filter.CreateFilter(mbc.ResourceAttributes.NvidiaGpuInforomImageVersion.MetricsExclude)
+	}
+	if mbc.ResourceAttributes.NvidiaGpuInforomOemVersion.MetricsInclude != nil {
+		mb.resourceAttributeIncludeFilter["nvidia.gpu.inforom.oem_version"] = filter.CreateFilter(mbc.ResourceAttributes.NvidiaGpuInforomOemVersion.MetricsInclude)
+	}
+	if mbc.ResourceAttributes.NvidiaGpuInforomOemVersion.MetricsExclude != nil {
+		mb.resourceAttributeExcludeFilter["nvidia.gpu.inforom.oem_version"] = filter.CreateFilter(mbc.ResourceAttributes.NvidiaGpuInforomOemVersion.MetricsExclude)
+	}
+	if mbc.ResourceAttributes.NvidiaGpuInforomPowerVersion.MetricsInclude != nil {
+		mb.resourceAttributeIncludeFilter["nvidia.gpu.inforom.power_version"] = filter.CreateFilter(mbc.ResourceAttributes.NvidiaGpuInforomPowerVersion.MetricsInclude)
+	}
+	if mbc.ResourceAttributes.NvidiaGpuInforomPowerVersion.MetricsExclude != nil {
+		mb.resourceAttributeExcludeFilter["nvidia.gpu.inforom.power_version"] = filter.CreateFilter(mbc.ResourceAttributes.NvidiaGpuInforomPowerVersion.MetricsExclude)
 	}
 	if mbc.ResourceAttributes.NvidiaGpuMigEnabled.MetricsInclude != nil {
 		mb.resourceAttributeIncludeFilter["nvidia.gpu.mig.enabled"] = filter.CreateFilter(mbc.ResourceAttributes.NvidiaGpuMigEnabled.MetricsInclude)
@@ -4012,6 +4042,18 @@ func NewMetricsBuilder(mbc MetricsBuilderConfig, settings receiver.Settings, opt
 	if mbc.ResourceAttributes.NvidiaGpuProcessType.MetricsExclude != nil {
 		mb.resourceAttributeExcludeFilter["nvidia.gpu.process.type"] = filter.CreateFilter(mbc.ResourceAttributes.NvidiaGpuProcessType.MetricsExclude)
 	}
+	if mbc.ResourceAttributes.NvidiaGpuSerial.MetricsInclude != nil {
+		mb.resourceAttributeIncludeFilter["nvidia.gpu.serial"] = filter.CreateFilter(mbc.ResourceAttributes.NvidiaGpuSerial.MetricsInclude)
+	}
+	if mbc.ResourceAttributes.NvidiaGpuSerial.MetricsExclude != nil {
+		mb.resourceAttributeExcludeFilter["nvidia.gpu.serial"] = filter.CreateFilter(mbc.ResourceAttributes.NvidiaGpuSerial.MetricsExclude)
+	}
+	if mbc.ResourceAttributes.NvidiaGpuVbiosVersion.MetricsInclude != nil {
+		mb.resourceAttributeIncludeFilter["nvidia.gpu.vbios_version"] = filter.CreateFilter(mbc.ResourceAttributes.NvidiaGpuVbiosVersion.MetricsInclude)
+	}
+	if mbc.ResourceAttributes.NvidiaGpuVbiosVersion.MetricsExclude != nil {
+		mb.resourceAttributeExcludeFilter["nvidia.gpu.vbios_version"] = filter.CreateFilter(mbc.ResourceAttributes.NvidiaGpuVbiosVersion.MetricsExclude)
+	}
 	if mbc.ResourceAttributes.NvidiaMigComputeInstanceID.MetricsInclude != nil {
 		mb.resourceAttributeIncludeFilter["nvidia.mig.compute_instance_id"] = filter.CreateFilter(mbc.ResourceAttributes.NvidiaMigComputeInstanceID.MetricsInclude)
 	}
@@ -4035,6 +4077,12 @@ func NewMetricsBuilder(mbc MetricsBuilderConfig, settings receiver.Settings, opt
 	}
 	if mbc.ResourceAttributes.NvidiaMigUUID.MetricsExclude != nil {
 		mb.resourceAttributeExcludeFilter["nvidia.mig.uuid"] = filter.CreateFilter(mbc.ResourceAttributes.NvidiaMigUUID.MetricsExclude)
+	}
+	if mbc.ResourceAttributes.NvidiaNvmlVersion.MetricsInclude != nil {
+		mb.resourceAttributeIncludeFilter["nvidia.nvml.version"] = filter.CreateFilter(mbc.ResourceAttributes.NvidiaNvmlVersion.MetricsInclude)
+	}
+	if mbc.ResourceAttributes.NvidiaNvmlVersion.MetricsExclude != nil {
+		mb.resourceAttributeExcludeFilter["nvidia.nvml.version"] = filter.CreateFilter(mbc.ResourceAttributes.NvidiaNvmlVersion.MetricsExclude)
 	}
 	if mbc.ResourceAttributes.ProcessExecutableName.MetricsInclude != nil {
 		mb.resourceAttributeIncludeFilter["process.executable.name"] = filter.CreateFilter(mbc.ResourceAttributes.ProcessExecutableName.MetricsInclude)

@@ -70,10 +70,45 @@ func (rb *ResourceBuilder) SetHwVendor(val string) {
 	}
 }
 
+// SetNvidiaGpuBrand sets provided value as "nvidia.gpu.brand" attribute.
+func (rb *ResourceBuilder) SetNvidiaGpuBrand(val string) {
+	if rb.config.NvidiaGpuBrand.Enabled {
+		rb.res.Attributes().PutStr("nvidia.gpu.brand", val)
+	}
+}
+
 // SetNvidiaGpuIndex sets provided value as "nvidia.gpu.index" attribute.
 func (rb *ResourceBuilder) SetNvidiaGpuIndex(val int64) {
 	if rb.config.NvidiaGpuIndex.Enabled {
 		rb.res.Attributes().PutInt("nvidia.gpu.index", val)
+	}
+}
+
+// SetNvidiaGpuInforomEccVersion sets provided value as "nvidia.gpu.inforom.ecc_version" attribute.
+func (rb *ResourceBuilder) SetNvidiaGpuInforomEccVersion(val string) {
+	if rb.config.NvidiaGpuInforomEccVersion.Enabled {
+		rb.res.Attributes().PutStr("nvidia.gpu.inforom.ecc_version", val)
+	}
+}
+
+// SetNvidiaGpuInforomImageVersion sets provided value as "nvidia.gpu.inforom.image_version" attribute.
+func (rb *ResourceBuilder) SetNvidiaGpuInforomImageVersion(val string) {
+	if rb.config.NvidiaGpuInforomImageVersion.Enabled {
+		rb.res.Attributes().PutStr("nvidia.gpu.inforom.image_version", val)
+	}
+}
+
+// SetNvidiaGpuInforomOemVersion sets provided value as "nvidia.gpu.inforom.oem_version" attribute.
+func (rb *ResourceBuilder) SetNvidiaGpuInforomOemVersion(val string) {
+	if rb.config.NvidiaGpuInforomOemVersion.Enabled {
+		rb.res.Attributes().PutStr("nvidia.gpu.inforom.oem_version", val)
+	}
+}
+
+// SetNvidiaGpuInforomPowerVersion sets provided value as "nvidia.gpu.inforom.power_version" attribute.
+func (rb *ResourceBuilder) SetNvidiaGpuInforomPowerVersion(val string) {
+	if rb.config.NvidiaGpuInforomPowerVersion.Enabled {
+		rb.res.Attributes().PutStr("nvidia.gpu.inforom.power_version", val)
 	}
 }
 
@@ -105,6 +140,20 @@ func (rb *ResourceBuilder) SetNvidiaGpuProcessType(val string) {
 	}
 }
 
+// SetNvidiaGpuSerial sets provided value as "nvidia.gpu.serial" attribute.
+func (rb *ResourceBuilder) SetNvidiaGpuSerial(val string) {
+	if rb.config.NvidiaGpuSerial.Enabled {
+		rb.res.Attributes().PutStr("nvidia.gpu.serial", val)
+	}
+}
+
+// SetNvidiaGpuVbiosVersion sets provided value as "nvidia.gpu.vbios_version" attribute.
+func (rb *ResourceBuilder) SetNvidiaGpuVbiosVersion(val string) {
+	if rb.config.NvidiaGpuVbiosVersion.Enabled {
+		rb.res.Attributes().PutStr("nvidia.gpu.vbios_version", val)
+	}
+}
+
 // SetNvidiaMigComputeInstanceID sets provided value as "nvidia.mig.compute_instance_id" attribute.
 func (rb *ResourceBuilder) SetNvidiaMigComputeInstanceID(val int64) {
 	if rb.config.NvidiaMigComputeInstanceID.Enabled {
@@ -130,6 +179,13 @@ func (rb *ResourceBuilder) SetNvidiaMigProfile(val string) {
 func (rb *ResourceBuilder) SetNvidiaMigUUID(val string) {
 	if rb.config.NvidiaMigUUID.Enabled {
 		rb.res.Attributes().PutStr("nvidia.mig.uuid", val)
+	}
+}
+
+// SetNvidiaNvmlVersion sets provided value as "nvidia.nvml.version" attribute.
+func (rb *ResourceBuilder) SetNvidiaNvmlVersion(val string) {
+	if rb.config.NvidiaNvmlVersion.Enabled {
+		rb.res.Attributes().PutStr("nvidia.nvml.version", val)
 	}
 }
 

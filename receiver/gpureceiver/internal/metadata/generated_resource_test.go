@@ -20,15 +20,23 @@ func TestResourceBuilder(t *testing.T) {
 			rb.SetHwParent("hw.parent-val")
 			rb.SetHwType("hw.type-val")
 			rb.SetHwVendor("hw.vendor-val")
+			rb.SetNvidiaGpuBrand("nvidia.gpu.brand-val")
 			rb.SetNvidiaGpuIndex(16)
+			rb.SetNvidiaGpuInforomEccVersion("nvidia.gpu.inforom.ecc_version-val")
+			rb.SetNvidiaGpuInforomImageVersion("nvidia.gpu.inforom.image_version-val")
+			rb.SetNvidiaGpuInforomOemVersion("nvidia.gpu.inforom.oem_version-val")
+			rb.SetNvidiaGpuInforomPowerVersion("nvidia.gpu.inforom.power_version-val")
 			rb.SetNvidiaGpuMigEnabled(true)
 			rb.SetNvidiaGpuMinorNumber(23)
 			rb.SetNvidiaGpuPciBusID("nvidia.gpu.pci_bus_id-val")
 			rb.SetNvidiaGpuProcessType("nvidia.gpu.process.type-val")
+			rb.SetNvidiaGpuSerial("nvidia.gpu.serial-val")
+			rb.SetNvidiaGpuVbiosVersion("nvidia.gpu.vbios_version-val")
 			rb.SetNvidiaMigComputeInstanceID(30)
 			rb.SetNvidiaMigGpuInstanceID(26)
 			rb.SetNvidiaMigProfile("nvidia.mig.profile-val")
 			rb.SetNvidiaMigUUID("nvidia.mig.uuid-val")
+			rb.SetNvidiaNvmlVersion("nvidia.nvml.version-val")
 			rb.SetProcessExecutableName("process.executable.name-val")
 			rb.SetProcessPid(11)
 
@@ -39,7 +47,7 @@ func TestResourceBuilder(t *testing.T) {
 			case "default":
 				assert.Equal(t, 15, res.Attributes().Len())
 			case "all_set":
-				assert.Equal(t, 18, res.Attributes().Len())
+				assert.Equal(t, 26, res.Attributes().Len())
 			case "none_set":
 				assert.Equal(t, 0, res.Attributes().Len())
 				return
@@ -81,10 +89,35 @@ func TestResourceBuilder(t *testing.T) {
 			if ok {
 				assert.Equal(t, "hw.vendor-val", hwVendorAttrVal.Str())
 			}
+			nvidiaGpuBrandAttrVal, ok := res.Attributes().Get("nvidia.gpu.brand")
+			assert.Equal(t, tt == "all_set", ok)
+			if ok {
+				assert.Equal(t, "nvidia.gpu.brand-val", nvidiaGpuBrandAttrVal.Str())
+			}
 			nvidiaGpuIndexAttrVal, ok := res.Attributes().Get("nvidia.gpu.index")
 			assert.True(t, ok)
 			if ok {
 				assert.EqualValues(t, 16, nvidiaGpuIndexAttrVal.Int())
+			}
+			nvidiaGpuInforomEccVersionAttrVal, ok := res.Attributes().Get("nvidia.gpu.inforom.ecc_version")
+			assert.Equal(t, tt == "all_set", ok)
+			if ok {
+				assert.Equal(t, "nvidia.gpu.inforom.ecc_version-val", nvidiaGpuInforomEccVersionAttrVal.Str())
+			}
+			nvidiaGpuInforomImageVersionAttrVal, ok := res.Attributes().Get("nvidia.gpu.inforom.image_version")
+			assert.Equal(t, tt == "all_set", ok)
+			if ok {
+				assert.Equal(t, "nvidia.gpu.inforom.image_version-val", nvidiaGpuInforomImageVersionAttrVal.Str())
+			}
+			nvidiaGpuInforomOemVersionAttrVal, ok := res.Attributes().Get("nvidia.gpu.inforom.oem_version")
+			assert.Equal(t, tt == "all_set", ok)
+			if ok {
+				assert.Equal(t, "nvidia.gpu.inforom.oem_version-val", nvidiaGpuInforomOemVersionAttrVal.Str())
+			}
+			nvidiaGpuInforomPowerVersionAttrVal, ok := res.Attributes().Get("nvidia.gpu.inforom.power_version")
+			assert.Equal(t, tt == "all_set", ok)
+			if ok {
+				assert.Equal(t, "nvidia.gpu.inforom.power_version-val", nvidiaGpuInforomPowerVersionAttrVal.Str())
 			}
 			nvidiaGpuMigEnabledAttrVal, ok := res.Attributes().Get("nvidia.gpu.mig.enabled")
 			assert.Equal(t, tt == "all_set", ok)
@@ -106,6 +139,16 @@ func TestResourceBuilder(t *testing.T) {
 			if ok {
 				assert.Equal(t, "nvidia.gpu.process.type-val", nvidiaGpuProcessTypeAttrVal.Str())
 			}
+			nvidiaGpuSerialAttrVal, ok := res.Attributes().Get("nvidia.gpu.serial")
+			assert.Equal(t, tt == "all_set", ok)
+			if ok {
+				assert.Equal(t, "nvidia.gpu.serial-val", nvidiaGpuSerialAttrVal.Str())
+			}
+			nvidiaGpuVbiosVersionAttrVal, ok := res.Attributes().Get("nvidia.gpu.vbios_version")
+			assert.Equal(t, tt == "all_set", ok)
+			if ok {
+				assert.Equal(t, "nvidia.gpu.vbios_version-val", nvidiaGpuVbiosVersionAttrVal.Str())
+			}
 			nvidiaMigComputeInstanceIDAttrVal, ok := res.Attributes().Get("nvidia.mig.compute_instance_id")
 			assert.True(t, ok)
 			if ok {
@@ -125,6 +168,11 @@ func TestResourceBuilder(t *testing.T) {
 			assert.True(t, ok)
 			if ok {
 				assert.Equal(t, "nvidia.mig.uuid-val", nvidiaMigUUIDAttrVal.Str())
+			}
+			nvidiaNvmlVersionAttrVal, ok := res.Attributes().Get("nvidia.nvml.version")
+			assert.Equal(t, tt == "all_set", ok)
+			if ok {
+				assert.Equal(t, "nvidia.nvml.version-val", nvidiaNvmlVersionAttrVal.Str())
 			}
 			processExecutableNameAttrVal, ok := res.Attributes().Get("process.executable.name")
 			assert.True(t, ok)
