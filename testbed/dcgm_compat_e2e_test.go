@@ -49,7 +49,7 @@ func TestDCGMCompatibility(t *testing.T) {
 		`DCGM_FI_DEV_FB_TOTAL - DCGM_FI_DEV_FB_USED - DCGM_FI_DEV_FB_FREE - DCGM_FI_DEV_FB_RESERVED`: each(8, between("MiB", -2, 2)),
 		`DCGM_FI_DEV_ECC_DBE_VOL_TOTAL + DCGM_FI_DEV_ECC_DBE_AGG_TOTAL`:                              each(8, between("errors", 0, 0)),
 		`DCGM_FI_DEV_POWER_USAGE / DCGM_FI_DEV_POWER_MGMT_LIMIT`:                                     each(8, between("ratio", 0.05, 1)),
-		`DCGM_FI_DEV_XID_ERRORS{err_code="0"}`:                                                       each(8, between("XID", 0, 0)),
+		`DCGM_FI_DEV_XID_ERRORS{err_code="0",err_msg="No Error"}`:                                    each(8, between("XID", 0, 0)),
 		// A liveness series for absent(up{job="dcgm-exporter"}) and up == 0 alerts.
 		`up{job="dcgm-exporter",Hostname="e2e-dcgm"}`: each(1, between("up", 1, 1)),
 	}
@@ -216,6 +216,7 @@ func TestDCGMCompatibilityEveryField(t *testing.T) {
 	p := prom.Start(t, "")
 	startAgentOn(t, p, "e2e-dcgm-all", "dgxh100", "steady-training", node)
 	startAgentOn(t, p, "e2e-dcgm-mig", "dgxh100", "mig", agentNode{overlays: []string{"dcgm-compat.yaml"}})
+	startAgentOn(t, p, "e2e-dcgm-xid", "dgxh100", "xid-storm", agentNode{overlays: []string{"dcgm-compat.yaml"}})
 
 	sel := `{Hostname="e2e-dcgm-all",job="nvidia-dcgm-exporter"}`
 	for _, f := range append(append([]dcgmField(nil), dcgmCSVFields...), dcgmCommonExtraFields...) {
@@ -263,6 +264,32 @@ func TestDCGMCompatibilityEveryField(t *testing.T) {
 		if xid, err := p.Query(`DCGM_FI_DEV_XID_ERRORS` + sel); err != nil || len(xid) != 8 || xid[0].Labels["err_code"] != "0" {
 			t.Errorf("DCGM_FI_DEV_XID_ERRORS carries err_code: %v %v", xid, err)
 		}
+	})
+
+	t.Run("the last XID as dcgm-exporter's gauge, with err_code and err_msg", func(t *testing.T) {
+		want := map[string]struct {
+			code float64
+			msg  string
+		}{"0": {13, "Graphics Engine Exception"}, "1": {31, "GPU memory page fault"}, "2": {94, "Contained ECC error"}}
+		prom.Eventually(t, 60*time.Second, "last XIDs", func() error {
+			s, err := p.Query(`DCGM_FI_DEV_XID_ERRORS{Hostname="e2e-dcgm-xid"} > 0`)
+			if err != nil {
+				return err
+			}
+			if len(s) != len(want) {
+				return fmt.Errorf("%d GPUs with an XID, want %d: %v", len(s), len(want), s)
+			}
+			for _, x := range s {
+				w := want[x.Labels["gpu"]]
+				if x.Value != w.code || x.Labels["err_code"] != fmt.Sprint(w.code) || x.Labels["err_msg"] != w.msg {
+					return fmt.Errorf("GPU %s: %v = %v, want %v", x.Labels["gpu"], x.Labels, x.Value, w)
+				}
+			}
+			return nil
+		})
+		// The GPUs without an XID say so, and the series of a GPU's earlier code ended.
+		answersEach(t, p, `DCGM_FI_DEV_XID_ERRORS{Hostname="e2e-dcgm-xid",err_code="0",err_msg="No Error"} == 0`, 5)
+		answersEach(t, p, `count by (gpu) (DCGM_FI_DEV_XID_ERRORS{Hostname="e2e-dcgm-xid"})`, 8)
 	})
 
 	t.Run("MIG in dcgm-exporter's shape", func(t *testing.T) {

@@ -57,7 +57,7 @@ func (r *deviceRead) recordXIDs() {
 	}
 	if r.metrics.NvidiaGpuXidLast.Enabled {
 		if code, watched := r.xids.lastCode(r.dev.uuid); watched {
-			r.mb.RecordNvidiaGpuXidLastDataPoint(r.now, int64(code))
+			r.mb.RecordNvidiaGpuXidLastDataPoint(r.now, int64(code), int64(code))
 		}
 	}
 }

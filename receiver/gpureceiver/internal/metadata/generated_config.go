@@ -1402,10 +1402,20 @@ func (ms *NvidiaGpuXidErrorsMetricConfig) Validate() error {
 	return nil
 }
 
+// NvidiaGpuXidLastMetricAttributeKey specifies the key of an attribute for the nvidia.gpu.xid.last metric.
+type NvidiaGpuXidLastMetricAttributeKey string
+
+const (
+	NvidiaGpuXidLastMetricAttributeKeyNvidiaGpuXid NvidiaGpuXidLastMetricAttributeKey = "nvidia.gpu.xid"
+)
+
 // NvidiaGpuXidLastMetricConfig provides config for the nvidia.gpu.xid.last metric.
 type NvidiaGpuXidLastMetricConfig struct {
 	Enabled          bool `mapstructure:"enabled"`
 	enabledSetByUser bool
+
+	AggregationStrategy string                               `mapstructure:"aggregation_strategy"`
+	EnabledAttributes   []NvidiaGpuXidLastMetricAttributeKey `mapstructure:"attributes"`
 }
 
 func (ms *NvidiaGpuXidLastMetricConfig) Unmarshal(parser *confmap.Conf) error {
@@ -1419,6 +1429,24 @@ func (ms *NvidiaGpuXidLastMetricConfig) Unmarshal(parser *confmap.Conf) error {
 	}
 
 	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+func (ms *NvidiaGpuXidLastMetricConfig) Validate() error {
+	for _, val := range ms.EnabledAttributes {
+		switch val {
+		case NvidiaGpuXidLastMetricAttributeKeyNvidiaGpuXid:
+		default:
+			return fmt.Errorf("metric nvidia.gpu.xid.last doesn't have an attribute %v, valid attributes: [nvidia.gpu.xid]", val)
+		}
+	}
+
+	switch ms.AggregationStrategy {
+	case AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax:
+	default:
+		return fmt.Errorf("invalid aggregation strategy %q, valid strategies: [%s, %s, %s, %s]", ms.AggregationStrategy, AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax)
+	}
+
 	return nil
 }
 
@@ -1702,7 +1730,9 @@ func DefaultMetricsConfig() MetricsConfig {
 			EnabledAttributes:   []NvidiaGpuXidErrorsMetricAttributeKey{NvidiaGpuXidErrorsMetricAttributeKeyNvidiaGpuXid},
 		},
 		NvidiaGpuXidLast: NvidiaGpuXidLastMetricConfig{
-			Enabled: false,
+			Enabled:             false,
+			AggregationStrategy: AggregationStrategyAvg,
+			EnabledAttributes:   []NvidiaGpuXidLastMetricAttributeKey{NvidiaGpuXidLastMetricAttributeKeyNvidiaGpuXid},
 		},
 		NvidiaNvmlAvailable: NvidiaNvmlAvailableMetricConfig{
 			Enabled: true,

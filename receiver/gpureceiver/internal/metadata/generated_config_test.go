@@ -189,7 +189,9 @@ func TestMetricsBuilderConfig(t *testing.T) {
 						EnabledAttributes:   []NvidiaGpuXidErrorsMetricAttributeKey{NvidiaGpuXidErrorsMetricAttributeKeyNvidiaGpuXid},
 					},
 					NvidiaGpuXidLast: NvidiaGpuXidLastMetricConfig{
-						Enabled: true,
+						Enabled:             true,
+						AggregationStrategy: AggregationStrategyAvg,
+						EnabledAttributes:   []NvidiaGpuXidLastMetricAttributeKey{NvidiaGpuXidLastMetricAttributeKeyNvidiaGpuXid},
 					},
 					NvidiaNvmlAvailable: NvidiaNvmlAvailableMetricConfig{
 						Enabled: true,
@@ -397,7 +399,9 @@ func TestMetricsBuilderConfig(t *testing.T) {
 						EnabledAttributes:   []NvidiaGpuXidErrorsMetricAttributeKey{NvidiaGpuXidErrorsMetricAttributeKeyNvidiaGpuXid},
 					},
 					NvidiaGpuXidLast: NvidiaGpuXidLastMetricConfig{
-						Enabled: false,
+						Enabled:             false,
+						AggregationStrategy: AggregationStrategyAvg,
+						EnabledAttributes:   []NvidiaGpuXidLastMetricAttributeKey{NvidiaGpuXidLastMetricAttributeKeyNvidiaGpuXid},
 					},
 					NvidiaNvmlAvailable: NvidiaNvmlAvailableMetricConfig{
 						Enabled: false,
@@ -696,6 +700,18 @@ func TestNvidiaGpuXidErrorsMetricsConfig_Validate(t *testing.T) {
 	require.ErrorContains(t, cfg.Validate(), "metric nvidia.gpu.xid.errors doesn't have an attribute invalid, valid attributes: [nvidia.gpu.xid]")
 
 	cfg = DefaultMetricsConfig().NvidiaGpuXidErrors
+	cfg.AggregationStrategy = "invalid"
+	require.ErrorContains(t, cfg.Validate(), "invalid aggregation strategy")
+}
+
+func TestNvidiaGpuXidLastMetricsConfig_Validate(t *testing.T) {
+	cfg := DefaultMetricsConfig().NvidiaGpuXidLast
+	require.NoError(t, cfg.Validate())
+
+	cfg.EnabledAttributes = []NvidiaGpuXidLastMetricAttributeKey{"invalid"}
+	require.ErrorContains(t, cfg.Validate(), "metric nvidia.gpu.xid.last doesn't have an attribute invalid, valid attributes: [nvidia.gpu.xid]")
+
+	cfg = DefaultMetricsConfig().NvidiaGpuXidLast
 	cfg.AggregationStrategy = "invalid"
 	require.ErrorContains(t, cfg.Validate(), "invalid aggregation strategy")
 }

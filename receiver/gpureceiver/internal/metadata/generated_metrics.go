@@ -675,7 +675,8 @@ var MetricsInfo = metricsInfo{
 		Attributes: []string{"nvidia.gpu.xid"},
 	},
 	NvidiaGpuXidLast: metricInfo{
-		Name: "nvidia.gpu.xid.last",
+		Name:       "nvidia.gpu.xid.last",
+		Attributes: []string{"nvidia.gpu.xid"},
 	},
 	NvidiaNvmlAvailable: metricInfo{
 		Name: "nvidia.nvml.available",
@@ -3624,27 +3625,61 @@ func newMetricNvidiaGpuXidErrors(cfg NvidiaGpuXidErrorsMetricConfig) metricNvidi
 }
 
 type metricNvidiaGpuXidLast struct {
-	data     pmetric.Metric               // data buffer for generated metric.
-	config   NvidiaGpuXidLastMetricConfig // metric config provided by user.
-	capacity int                          // max observed number of data points added to the metric.
+	data          pmetric.Metric               // data buffer for generated metric.
+	config        NvidiaGpuXidLastMetricConfig // metric config provided by user.
+	capacity      int                          // max observed number of data points added to the metric.
+	aggDataPoints []int64                      // slice containing number of aggregated datapoints at each index
 }
 
 // init fills nvidia.gpu.xid.last metric with initial data.
 func (m *metricNvidiaGpuXidLast) init() {
 	m.data.SetName("nvidia.gpu.xid.last")
-	m.data.SetDescription("Code of the last XID the driver reported since the receiver started, 0 before any - dcgm-exporter's DCGM_FI_DEV_XID_ERRORS, for compatibility. It never resets and hides repeats and earlier codes; alert on nvidia.gpu.xid.errors instead.")
+	m.data.SetDescription("Code of the last XID the driver reported since the receiver started, 0 before any, as value and as nvidia.gpu.xid (so a new code starts a new series and the previous one ends) - dcgm-exporter's DCGM_FI_DEV_XID_ERRORS, for compatibility. It never resets and hides repeats and earlier codes; alert on nvidia.gpu.xid.errors instead.")
 	m.data.SetUnit("1")
 	m.data.SetEmptyGauge()
+	m.data.Gauge().DataPoints().EnsureCapacity(m.capacity)
+	m.aggDataPoints = m.aggDataPoints[:0]
 }
 
-func (m *metricNvidiaGpuXidLast) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val int64) {
+func (m *metricNvidiaGpuXidLast) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val int64, nvidiaGpuXidAttributeValue int64) {
 	if !m.config.Enabled {
 		return
 	}
-	dp := m.data.Gauge().DataPoints().AppendEmpty()
+
+	dp := pmetric.NewNumberDataPoint()
 	dp.SetStartTimestamp(start)
 	dp.SetTimestamp(ts)
+	if slices.Contains(m.config.EnabledAttributes, NvidiaGpuXidLastMetricAttributeKeyNvidiaGpuXid) {
+		dp.Attributes().PutInt("nvidia.gpu.xid", nvidiaGpuXidAttributeValue)
+	}
+
+	var s string
+	dps := m.data.Gauge().DataPoints()
+	for i := 0; i < dps.Len(); i++ {
+		dpi := dps.At(i)
+		if dp.Attributes().Equal(dpi.Attributes()) && dp.StartTimestamp() == dpi.StartTimestamp() && dp.Timestamp() == dpi.Timestamp() {
+			switch s = m.config.AggregationStrategy; s {
+			case AggregationStrategySum, AggregationStrategyAvg:
+				dpi.SetIntValue(dpi.IntValue() + val)
+				m.aggDataPoints[i] += 1
+				return
+			case AggregationStrategyMin:
+				if dpi.IntValue() > val {
+					dpi.SetIntValue(val)
+				}
+				return
+			case AggregationStrategyMax:
+				if dpi.IntValue() < val {
+					dpi.SetIntValue(val)
+				}
+				return
+			}
+		}
+	}
+
 	dp.SetIntValue(val)
+	m.aggDataPoints = append(m.aggDataPoints, 1)
+	dp.MoveTo(dps.AppendEmpty())
 }
 
 // updateCapacity saves max length of data point slices that will be used for the slice capacity.
@@ -3657,6 +3692,11 @@ func (m *metricNvidiaGpuXidLast) updateCapacity() {
 // emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
 func (m *metricNvidiaGpuXidLast) emit(metrics pmetric.MetricSlice) {
 	if m.config.Enabled && m.data.Gauge().DataPoints().Len() > 0 {
+		if m.config.AggregationStrategy == AggregationStrategyAvg {
+			for i, aggCount := range m.aggDataPoints {
+				m.data.Gauge().DataPoints().At(i).SetIntValue(m.data.Gauge().DataPoints().At(i).IntValue() / aggCount)
+			}
+		}
 		m.updateCapacity()
 		m.data.MoveTo(metrics.AppendEmpty())
 		m.init()
@@ -4441,8 +4481,8 @@ func (mb *MetricsBuilder) RecordNvidiaGpuXidErrorsDataPoint(ts pcommon.Timestamp
 }
 
 // RecordNvidiaGpuXidLastDataPoint adds a data point to nvidia.gpu.xid.last metric.
-func (mb *MetricsBuilder) RecordNvidiaGpuXidLastDataPoint(ts pcommon.Timestamp, val int64) {
-	mb.metricNvidiaGpuXidLast.recordDataPoint(mb.startTime, ts, val)
+func (mb *MetricsBuilder) RecordNvidiaGpuXidLastDataPoint(ts pcommon.Timestamp, val int64, nvidiaGpuXidAttributeValue int64) {
+	mb.metricNvidiaGpuXidLast.recordDataPoint(mb.startTime, ts, val, nvidiaGpuXidAttributeValue)
 }
 
 // RecordNvidiaNvmlAvailableDataPoint adds a data point to nvidia.nvml.available metric.

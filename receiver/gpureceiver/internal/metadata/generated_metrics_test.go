@@ -88,6 +88,7 @@ func TestMetricsBuilder(t *testing.T) {
 			aggMap["nvidia.gpu.profiling.activity"] = mb.metricNvidiaGpuProfilingActivity.config.AggregationStrategy
 			aggMap["nvidia.gpu.profiling.bandwidth"] = mb.metricNvidiaGpuProfilingBandwidth.config.AggregationStrategy
 			aggMap["nvidia.gpu.xid.errors"] = mb.metricNvidiaGpuXidErrors.config.AggregationStrategy
+			aggMap["nvidia.gpu.xid.last"] = mb.metricNvidiaGpuXidLast.config.AggregationStrategy
 			aggMap["nvidia.nvml.init.errors"] = mb.metricNvidiaNvmlInitErrors.config.AggregationStrategy
 
 			expectedWarnings := 0
@@ -282,7 +283,10 @@ func TestMetricsBuilder(t *testing.T) {
 			}
 
 			allMetricsCount++
-			mb.RecordNvidiaGpuXidLastDataPoint(ts, 1)
+			mb.RecordNvidiaGpuXidLastDataPoint(ts, 1, 14)
+			if tt.name == "reaggregate_set" {
+				mb.RecordNvidiaGpuXidLastDataPoint(ts, 3, 15)
+			}
 			defaultMetricsCount++
 			allMetricsCount++
 			mb.RecordNvidiaNvmlAvailableDataPoint(ts, 1)
@@ -344,6 +348,7 @@ func TestMetricsBuilder(t *testing.T) {
 				assert.Empty(t, mb.metricNvidiaGpuProfilingActivity.aggDataPoints)
 				assert.Empty(t, mb.metricNvidiaGpuProfilingBandwidth.aggDataPoints)
 				assert.Empty(t, mb.metricNvidiaGpuXidErrors.aggDataPoints)
+				assert.Empty(t, mb.metricNvidiaGpuXidLast.aggDataPoints)
 				assert.Empty(t, mb.metricNvidiaNvmlInitErrors.aggDataPoints)
 			}
 
@@ -1528,17 +1533,45 @@ func TestMetricsBuilder(t *testing.T) {
 						assert.False(t, ok)
 					}
 				case "nvidia.gpu.xid.last":
-					assert.False(t, validatedMetrics["nvidia.gpu.xid.last"], "Found a duplicate in the metrics slice: nvidia.gpu.xid.last")
-					validatedMetrics["nvidia.gpu.xid.last"] = true
-					assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
-					assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
-					assert.Equal(t, "Code of the last XID the driver reported since the receiver started, 0 before any - dcgm-exporter's DCGM_FI_DEV_XID_ERRORS, for compatibility. It never resets and hides repeats and earlier codes; alert on nvidia.gpu.xid.errors instead.", mi.Description())
-					assert.Equal(t, "1", mi.Unit())
-					dp := mi.Gauge().DataPoints().At(0)
-					assert.Equal(t, start, dp.StartTimestamp())
-					assert.Equal(t, ts, dp.Timestamp())
-					assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
-					assert.Equal(t, int64(1), dp.IntValue())
+					if tt.name != "reaggregate_set" {
+						assert.False(t, validatedMetrics["nvidia.gpu.xid.last"], "Found a duplicate in the metrics slice: nvidia.gpu.xid.last")
+						validatedMetrics["nvidia.gpu.xid.last"] = true
+						assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
+						assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
+						assert.Equal(t, "Code of the last XID the driver reported since the receiver started, 0 before any, as value and as nvidia.gpu.xid (so a new code starts a new series and the previous one ends) - dcgm-exporter's DCGM_FI_DEV_XID_ERRORS, for compatibility. It never resets and hides repeats and earlier codes; alert on nvidia.gpu.xid.errors instead.", mi.Description())
+						assert.Equal(t, "1", mi.Unit())
+						dp := mi.Gauge().DataPoints().At(0)
+						assert.Equal(t, start, dp.StartTimestamp())
+						assert.Equal(t, ts, dp.Timestamp())
+						assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
+						assert.Equal(t, int64(1), dp.IntValue())
+						nvidiaGpuXidAttrVal, ok := dp.Attributes().Get("nvidia.gpu.xid")
+						assert.True(t, ok)
+						assert.EqualValues(t, 14, nvidiaGpuXidAttrVal.Int())
+					} else {
+						assert.False(t, validatedMetrics["nvidia.gpu.xid.last"], "Found a duplicate in the metrics slice: nvidia.gpu.xid.last")
+						validatedMetrics["nvidia.gpu.xid.last"] = true
+						assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
+						assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
+						assert.Equal(t, "Code of the last XID the driver reported since the receiver started, 0 before any, as value and as nvidia.gpu.xid (so a new code starts a new series and the previous one ends) - dcgm-exporter's DCGM_FI_DEV_XID_ERRORS, for compatibility. It never resets and hides repeats and earlier codes; alert on nvidia.gpu.xid.errors instead.", mi.Description())
+						assert.Equal(t, "1", mi.Unit())
+						dp := mi.Gauge().DataPoints().At(0)
+						assert.Equal(t, start, dp.StartTimestamp())
+						assert.Equal(t, ts, dp.Timestamp())
+						assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
+						switch aggMap["nvidia.gpu.xid.last"] {
+						case "sum":
+							assert.Equal(t, int64(4), dp.IntValue())
+						case "avg":
+							assert.Equal(t, int64(2), dp.IntValue())
+						case "min":
+							assert.Equal(t, int64(1), dp.IntValue())
+						case "max":
+							assert.Equal(t, int64(3), dp.IntValue())
+						}
+						_, ok := dp.Attributes().Get("nvidia.gpu.xid")
+						assert.False(t, ok)
+					}
 				case "nvidia.nvml.available":
 					assert.False(t, validatedMetrics["nvidia.nvml.available"], "Found a duplicate in the metrics slice: nvidia.nvml.available")
 					validatedMetrics["nvidia.nvml.available"] = true
