@@ -16,18 +16,17 @@ copies=(
   "configs/agent.yaml                               deploy/kubernetes/base/agent.yaml"
   "configs/agent-to-gateway.yaml                    deploy/kubernetes/agent-to-gateway/agent-to-gateway.yaml"
   "configs/gateway.yaml                             deploy/kubernetes/gateway/gateway.yaml"
-  "deploy/config-overlays/gateway-tls.yaml          deploy/kubernetes/components/gateway-tls/gateway-tls.yaml"
-  "deploy/config-overlays/remote-write-auth-basic.yaml  deploy/kubernetes/components/remote-write-auth-basic/remote-write-auth-basic.yaml"
-  "deploy/config-overlays/remote-write-auth-bearer.yaml deploy/kubernetes/components/remote-write-auth-bearer/remote-write-auth-bearer.yaml"
-  "deploy/config-overlays/remote-write-wal.yaml     deploy/kubernetes/components/remote-write-wal/remote-write-wal.yaml"
   "configs/agent.yaml                               deploy/helm/otelcol-gpu/files/agent.yaml"
   "configs/agent-to-gateway.yaml                    deploy/helm/otelcol-gpu/files/agent-to-gateway.yaml"
   "configs/gateway.yaml                             deploy/helm/otelcol-gpu/files/gateway.yaml"
-  "deploy/config-overlays/gateway-tls.yaml          deploy/helm/otelcol-gpu/files/gateway-tls.yaml"
-  "deploy/config-overlays/remote-write-auth-basic.yaml  deploy/helm/otelcol-gpu/files/remote-write-auth-basic.yaml"
-  "deploy/config-overlays/remote-write-auth-bearer.yaml deploy/helm/otelcol-gpu/files/remote-write-auth-bearer.yaml"
-  "deploy/config-overlays/remote-write-wal.yaml     deploy/helm/otelcol-gpu/files/remote-write-wal.yaml"
 )
+# The remote-write overlays ride in every remote-writing workload's ConfigMap (kustomize
+# components then only add a --config), and in the chart.
+for overlay in remote-write-auth-basic remote-write-auth-bearer remote-write-wal; do
+  for dir in deploy/kubernetes/base deploy/kubernetes/gateway deploy/helm/otelcol-gpu/files; do
+    copies+=("deploy/config-overlays/$overlay.yaml $dir/$overlay.yaml")
+  done
+done
 
 stale=0
 for pair in "${copies[@]}"; do

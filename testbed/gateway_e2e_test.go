@@ -13,37 +13,28 @@ import (
 )
 
 // TestAgentThroughGatewayToPrometheus runs the shipped gateway tier: an agent on
-// configs/agent-to-gateway.yaml sends OTLP over loopback to a gateway on
-// configs/gateway.yaml, which remote-writes to Prometheus. The GPU identity and pod labels
+// configs/agent-to-gateway.yaml sends OTLP over loopback, with TLS and its token, to a
+// gateway on configs/gateway.yaml, which remote-writes to Prometheus. The GPU identity and pod labels
 // survive the extra hop.
 func TestAgentThroughGatewayToPrometheus(t *testing.T) {
 	p := prom.Start(t, "")
-	otlp := fmt.Sprintf("127.0.0.1:%d", proc.FreePort(t))
-	gwHealth := fmt.Sprintf("127.0.0.1:%d", proc.FreePort(t))
-	proc.Collector(t, "gateway", []string{
-		"PROMETHEUS_REMOTE_WRITE_URL=" + p.RemoteWriteURL(),
-		"OTELCOL_GPU_OTLP_ENDPOINT=" + otlp,
-		"OTELCOL_GPU_WAL_DIR=" + t.TempDir(),
-		"OTELCOL_GPU_HEALTH_ENDPOINT=" + gwHealth,
-		fmt.Sprintf("OTELCOL_GPU_TELEMETRY_PORT=%d", proc.FreePort(t)),
-	}, []string{filepath.Join(proc.RepoRoot(), "configs", "gateway.yaml")}, gwHealth,
-		"processors::batch::timeout=1s")
+	auth := newGatewayAuth(t)
+	otlp, _ := startGateway(t, p.RemoteWriteURL(), auth, nil, "processors::batch::timeout=1s")
 
 	uuids := simulatedUUIDs(t, "dgxh100")
 	node := fakeNode(t, uuids)
 	agentHealth := fmt.Sprintf("127.0.0.1:%d", proc.FreePort(t))
-	proc.Collector(t, "agent-to-gateway", []string{
-		"OTELCOL_GPU_GATEWAY_ENDPOINT=" + otlp,
-		"OTELCOL_GPU_GATEWAY_INSECURE=true",
+	proc.Collector(t, "agent-to-gateway", append(auth.agentEnv(),
+		"OTELCOL_GPU_GATEWAY_ENDPOINT="+otlp,
 		"OTELCOL_GPU_HOST_NAME=e2e-gw-node",
 		"OTELCOL_GPU_INTERVAL=1s",
-		"OTELCOL_GPU_KUBELET_SOCKET=unix://" + node.kubeletSocket,
-		"OTELCOL_GPU_PROC_ROOT=" + node.procRoot,
-		"OTELCOL_GPU_POD_LOGS_DIR=" + node.podLogsDir,
-		"OTELCOL_GPU_QUEUE_DIR=" + t.TempDir(),
-		"OTELCOL_GPU_HEALTH_ENDPOINT=" + agentHealth,
+		"OTELCOL_GPU_KUBELET_SOCKET=unix://"+node.kubeletSocket,
+		"OTELCOL_GPU_PROC_ROOT="+node.procRoot,
+		"OTELCOL_GPU_POD_LOGS_DIR="+node.podLogsDir,
+		"OTELCOL_GPU_QUEUE_DIR="+t.TempDir(),
+		"OTELCOL_GPU_HEALTH_ENDPOINT="+agentHealth,
 		fmt.Sprintf("OTELCOL_GPU_TELEMETRY_PORT=%d", proc.FreePort(t)),
-	}, []string{filepath.Join(proc.RepoRoot(), "configs", "agent-to-gateway.yaml")}, agentHealth,
+	), []string{filepath.Join(proc.RepoRoot(), "configs", "agent-to-gateway.yaml")}, agentHealth,
 		"receivers::gpu::backend=simulated",
 		"receivers::gpu::simulated::scenario=shared-gpu",
 		"processors::batch::timeout=1s",

@@ -193,6 +193,8 @@ func runGatewayLoad(t *testing.T, c gatewayLoadConfig) (run gatewayRun) {
 	otlp := fmt.Sprintf("127.0.0.1:%d", proc.FreePort(t))
 	gwHealth := fmt.Sprintf("127.0.0.1:%d", proc.FreePort(t))
 	telemetry := proc.FreePort(t)
+	// TLS and the agents' token, as shipped: their cost is part of the figure.
+	auth := newGatewayAuth(t)
 	// The shipped gateway configuration as it is: no --set. (TestAgentThroughGatewayToPrometheus
 	// shortens the batch timeout to see data sooner; a throughput figure wants the shipped 5 s.)
 	configs := []string{filepath.Join(proc.RepoRoot(), "configs", "gateway.yaml")}
@@ -203,13 +205,13 @@ func runGatewayLoad(t *testing.T, c gatewayLoadConfig) (run gatewayRun) {
 	// gateway.yaml keeps no WAL now; the directory is for deploy/config-overlays/remote-write-wal.yaml
 	// given as BENCH_GATEWAY_EXTRA_CONFIG (its size is logged: where a backlog waits).
 	walDir := t.TempDir()
-	gw := proc.Collector(t, "gateway", []string{
+	gw := proc.Collector(t, "gateway", append([]string{
 		"PROMETHEUS_REMOTE_WRITE_URL=" + p.RemoteWriteURL(),
 		"OTELCOL_GPU_OTLP_ENDPOINT=" + otlp,
 		"OTELCOL_GPU_WAL_DIR=" + walDir,
 		"OTELCOL_GPU_HEALTH_ENDPOINT=" + gwHealth,
 		fmt.Sprintf("OTELCOL_GPU_TELEMETRY_PORT=%d", telemetry),
-	}, configs, gwHealth)
+	}, auth.gatewayEnv()...), configs, gwHealth)
 	gwCPU := func() float64 { c, _ := gw.CPUSeconds(); return c } // 0 once it is gone
 	maxGatewayRSS := int64(defaultMaxGatewayRSSMiB)
 	if v, err := strconv.ParseInt(os.Getenv("BENCH_GATEWAY_MAX_RSS_MIB"), 10, 64); err == nil && v > 0 {
@@ -220,6 +222,7 @@ func runGatewayLoad(t *testing.T, c gatewayLoadConfig) (run gatewayRun) {
 
 	cfg := c.payload
 	cfg.Endpoint, cfg.Agents, cfg.Interval, cfg.Timeout, cfg.Compression = otlp, c.agents, c.interval, c.timeout, c.compression
+	cfg.DialOptions = auth.dialOptions(auth.token)
 	t0 := time.Now()
 	fleet, err := agentsim.Start(cfg)
 	if err != nil {

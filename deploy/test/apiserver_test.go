@@ -42,7 +42,7 @@ type renderedSet struct {
 // gatewayComponents those that modify the gateway (applied over overlays/gateway-mode).
 var (
 	agentComponents   = []string{"non-root", "remote-write-auth-basic", "remote-write-auth-bearer", "remote-write-wal", "runtime-class-nvidia"}
-	gatewayComponents = []string{"gateway-tls", "remote-write-auth-bearer", "remote-write-wal"}
+	gatewayComponents = []string{"remote-write-auth-bearer", "remote-write-wal"}
 )
 
 // renderedSets renders every shipped form: the kustomize base with each component, every
@@ -428,11 +428,16 @@ func TestLeastPrivilege(t *testing.T) {
 			}
 			a.apply(t, tc.o(t))
 			table := accessTable(t, s)
-			s.EnsureServiceAccount(t, "otelcol-gpu", "no-bindings")
-			baseline := allowed(t, s, s.Token(t, "otelcol-gpu", "no-bindings"), "otelcol-gpu", table)
+			// What an account with no bindings may do in namespace ns.
+			baselineIn := func(ns string) map[string]bool {
+				s.EnsureServiceAccount(t, ns, "no-bindings")
+				return allowed(t, s, s.Token(t, ns, "no-bindings"), ns, table)
+			}
+			baseline := baselineIn("otelcol-gpu")
 
-			check := func(sa string, needs []string) {
-				got := allowed(t, s, s.Token(t, "otelcol-gpu", sa), "otelcol-gpu", table)
+			check := func(sa, ns string, needs []string) {
+				baseline := baselineIn(ns)
+				got := allowed(t, s, s.Token(t, ns, sa), ns, table)
 				var extra []string
 				for k := range got {
 					if !baseline[k] {
@@ -441,7 +446,7 @@ func TestLeastPrivilege(t *testing.T) {
 				}
 				var want []string
 				for _, n := range needs {
-					want = append(want, n, n+" in otelcol-gpu")
+					want = append(want, n, n+" in "+ns)
 				}
 				slices.Sort(extra)
 				slices.Sort(want)
@@ -449,7 +454,7 @@ func TestLeastPrivilege(t *testing.T) {
 					t.Errorf("ServiceAccount %s may do, beyond what any account may:\n  %s\nwant exactly:\n  %s",
 						sa, strings.Join(extra, "\n  "), strings.Join(want, "\n  "))
 				}
-				for _, deny := range []string{"get secrets", "list secrets", "watch secrets", "get secrets in otelcol-gpu", "list secrets in otelcol-gpu"} {
+				for _, deny := range []string{"get secrets", "list secrets", "watch secrets", "get secrets in " + ns, "list secrets in " + ns} {
 					if got[deny] {
 						t.Errorf("ServiceAccount %s may %s", sa, deny)
 					}
@@ -462,10 +467,11 @@ func TestLeastPrivilege(t *testing.T) {
 				}
 			}
 			if tc.agentSA != "" {
-				check(tc.agentSA, agentNeeds)
+				check(tc.agentSA, "otelcol-gpu", agentNeeds)
 			}
 			if tc.gwSA != "" {
-				check(tc.gwSA, nil)
+				// The gateway has a namespace of its own (Pod Security "restricted").
+				check(tc.gwSA, "otelcol-gpu-gateway", nil)
 			}
 			// The baseline itself writes nothing but its own access reviews.
 			for k := range baseline {

@@ -232,11 +232,12 @@ func TestHelmGatewayMode(t *testing.T) {
 		t.Errorf("agent args = %q, want %q", ac.Args, want)
 	}
 	env := envMap(ac)
-	if env["OTELCOL_GPU_GATEWAY_ENDPOINT"].Value != "otelcol-gpu-gateway.otelcol-gpu.svc:4317" ||
-		env["OTELCOL_GPU_GATEWAY_INSECURE"].Value != "false" ||
-		env["OTELCOL_GPU_GATEWAY_CA_FILE"].Value != "/etc/otelcol-gpu/gateway-ca/ca.crt" {
-		t.Errorf("agent → gateway environment: %+v", env)
-	}
+	checkGatewaySecured(t, o, gatewayNames{
+		agentNamespace: releaseNamespace, gatewayNamespace: "otelcol-gpu-gateway",
+		gateway: "otelcol-gpu-gateway", tlsSecret: "otelcol-gpu-gateway-tls",
+		caConfigMap: "otelcol-gpu-gateway-ca", tokenSecret: "otelcol-gpu-gateway-token",
+		agentNetpol: "otelcol-gpu-agent", monitoring: "monitoring",
+	})
 	if _, ok := env["REMOTE_WRITE_BASIC_AUTH"]; ok {
 		t.Error("remote-write credentials on the agents in gateway mode")
 	}
@@ -250,7 +251,6 @@ func TestHelmGatewayMode(t *testing.T) {
 	checkGatewayPod(t, gspec)
 	want := []string{
 		"--config=/etc/otelcol-gpu/config/gateway.yaml",
-		"--config=/etc/otelcol-gpu/config/gateway-tls.yaml",
 		"--config=/etc/otelcol-gpu/config/overrides.yaml",
 		"--config=/etc/otelcol-gpu/config/remote-write-auth-basic.yaml",
 	}
@@ -261,8 +261,8 @@ func TestHelmGatewayMode(t *testing.T) {
 		t.Error("the chart's gateway.yaml differs from configs/: run deploy/sync-configs.sh")
 	}
 	sec, ok := o.secrets["otelcol-gpu-remote-write"]
-	if !ok || sec.StringData["basic-auth"] != "Z3B1LWZsZWV0Om5vdC1hLXJlYWwtcGFzc3dvcmQ=" {
-		t.Errorf("basic-auth Secret = %+v, want base64 of user:password", sec)
+	if !ok || sec.StringData["basic-auth"] != "Z3B1LWZsZWV0Om5vdC1hLXJlYWwtcGFzc3dvcmQ=" || sec.Namespace != "otelcol-gpu-gateway" {
+		t.Errorf("basic-auth Secret = %+v, want base64 of user:password in the gateway's namespace", sec)
 	}
 	if hpa := o.hpas["otelcol-gpu-gateway"]; hpa == nil || hpa.Spec.MaxReplicas != 6 {
 		t.Errorf("gateway HPA = %+v", hpa)

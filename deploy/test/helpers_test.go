@@ -27,6 +27,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -66,6 +67,7 @@ type objects struct {
 	bindings     map[string]*rbacv1.ClusterRoleBinding
 	hpas         map[string]*autoscalingv2.HorizontalPodAutoscaler
 	pdbs         map[string]*policyv1.PodDisruptionBudget
+	netpols      map[string]*networkingv1.NetworkPolicy
 	// unstructured holds kinds without a Go type here (CRs), by kind.
 	unstructured map[string][]map[string]any
 }
@@ -91,6 +93,7 @@ func decodeManifests(t testing.TB, streams ...[]byte) *objects {
 		bindings:     map[string]*rbacv1.ClusterRoleBinding{},
 		hpas:         map[string]*autoscalingv2.HorizontalPodAutoscaler{},
 		pdbs:         map[string]*policyv1.PodDisruptionBudget{},
+		netpols:      map[string]*networkingv1.NetworkPolicy{},
 		unstructured: map[string][]map[string]any{},
 	}
 	for _, stream := range streams {
@@ -168,6 +171,10 @@ func decodeManifests(t testing.TB, streams ...[]byte) *objects {
 				v := &policyv1.PodDisruptionBudget{}
 				strict(v)
 				o.pdbs[v.Name] = v
+			case "NetworkPolicy":
+				v := &networkingv1.NetworkPolicy{}
+				strict(v)
+				o.netpols[v.Name] = v
 			default:
 				var m map[string]any
 				if err := yaml.Unmarshal(doc, &m); err != nil {

@@ -91,8 +91,18 @@ func TestKustomizeBase(t *testing.T) {
 	if got, want := cm.Data["agent.yaml"], string(readRepoFile(t, "configs/agent.yaml")); got != want {
 		t.Error("the agent ConfigMap differs from configs/agent.yaml: run deploy/sync-configs.sh")
 	}
-	if len(cm.Data) != 1 {
-		t.Errorf("agent ConfigMap keys = %v, want only agent.yaml", keys(cm.Data))
+	// The remote-write overlays ride along (the components only add a --config, so they work
+	// in the agents' and the gateway's namespace alike); the default runs agent.yaml alone.
+	for _, overlay := range []string{"remote-write-auth-basic.yaml", "remote-write-auth-bearer.yaml", "remote-write-wal.yaml"} {
+		if cm.Data[overlay] != string(readRepoFile(t, "deploy/config-overlays/"+overlay)) {
+			t.Errorf("the agent ConfigMap's %s differs from deploy/config-overlays: run deploy/sync-configs.sh", overlay)
+		}
+	}
+	if len(cm.Data) != 4 {
+		t.Errorf("agent ConfigMap keys = %v, want agent.yaml and the three remote-write overlays", keys(cm.Data))
+	}
+	if want := []string{"--config=/etc/otelcol-gpu/config/agent.yaml"}; !slices.Equal(c.Args, want) {
+		t.Errorf("args = %q, want %q", c.Args, want)
 	}
 	if img := c.Image; img != "ghcr.io/otelcol-gpu/otelcol-gpu:0.1.0" {
 		t.Errorf("image = %q", img)
@@ -135,7 +145,7 @@ func TestKustomizeComponents(t *testing.T) {
 			want:       defaultAgent,
 			check: func(t *testing.T, o *objects) {
 				c := o.daemonSet(t, "otelcol-gpu-agent").Spec.Template.Spec.Containers[0]
-				if !slices.Contains(c.Args, "--config=/etc/otelcol-gpu/remote-write-auth/remote-write-auth-bearer.yaml") {
+				if !slices.Contains(c.Args, "--config=/etc/otelcol-gpu/config/remote-write-auth-bearer.yaml") {
 					t.Errorf("args = %q: the bearer overlay is not merged", c.Args)
 				}
 			},
@@ -155,7 +165,7 @@ func TestKustomizeComponents(t *testing.T) {
 			check: func(t *testing.T, o *objects) {
 				spec := o.daemonSet(t, "otelcol-gpu-agent").Spec.Template.Spec
 				checkWALComponent(t, o, spec)
-				if !slices.Contains(spec.Containers[0].Args, "--config=/etc/otelcol-gpu/remote-write-auth/remote-write-auth-bearer.yaml") {
+				if !slices.Contains(spec.Containers[0].Args, "--config=/etc/otelcol-gpu/config/remote-write-auth-bearer.yaml") {
 					t.Errorf("args = %q: the bearer overlay is not merged", spec.Containers[0].Args)
 				}
 			},
@@ -195,21 +205,21 @@ func TestKustomizeComponents(t *testing.T) {
 func checkWALComponent(t *testing.T, o *objects, spec corev1.PodSpec) {
 	t.Helper()
 	c := spec.Containers[0]
-	const arg = "--config=/etc/otelcol-gpu/remote-write-wal/remote-write-wal.yaml"
+	const arg = "--config=/etc/otelcol-gpu/config/remote-write-wal.yaml"
 	if i := slices.Index(c.Args, arg); i < 1 {
 		t.Errorf("args = %q: want %s after the base config", c.Args, arg)
 	}
 	var cm *corev1.ConfigMap
 	for _, v := range spec.Volumes {
-		if v.Name == "remote-write-wal" && v.ConfigMap != nil {
+		if v.Name == "config" && v.ConfigMap != nil {
 			cm = o.configMaps[v.ConfigMap.Name]
 		}
 	}
-	if cm == nil || !strings.HasPrefix(cm.Name, "otelcol-gpu-remote-write-wal-") {
-		t.Fatalf("no remote-write-wal volume from the generated ConfigMap (have %v)", o.names())
+	if cm == nil {
+		t.Fatalf("no config volume from the generated ConfigMap (have %v)", o.names())
 	}
 	if cm.Data["remote-write-wal.yaml"] != string(readRepoFile(t, "deploy/config-overlays/remote-write-wal.yaml")) {
-		t.Error("the WAL component's remote-write-wal.yaml differs from deploy/config-overlays: run deploy/sync-configs.sh")
+		t.Error("the workload's remote-write-wal.yaml differs from deploy/config-overlays: run deploy/sync-configs.sh")
 	}
 	checkWALOnStateVolume(t, spec, c)
 }
@@ -217,21 +227,20 @@ func checkWALComponent(t *testing.T, o *objects, spec corev1.PodSpec) {
 func TestKustomizeGatewayMode(t *testing.T) {
 	for _, tc := range []struct {
 		name, dir, overlay string
-		tls, auth, wal     bool
+		auth, wal          bool
 	}{
 		{name: "overlay", dir: "overlays/gateway-mode"},
 		{
-			name: "with TLS and bearer auth",
-			dir:  "overlays/test-gateway-tls",
+			name: "with bearer auth",
+			dir:  "overlays/test-gateway-auth",
 			overlay: `apiVersion: kustomize.config.k8s.io/v1beta1
 kind: Kustomization
 resources:
   - ../gateway-mode
 components:
-  - ../../components/gateway-tls
   - ../../components/remote-write-auth-bearer
 `,
-			tls: true, auth: true,
+			auth: true,
 		},
 		{
 			name: "with the WAL",
@@ -257,22 +266,18 @@ components:
 			if ac.Args[0] != "--config=/etc/otelcol-gpu/config/agent-to-gateway.yaml" || len(ac.Args) != 1 {
 				t.Errorf("agent args = %q: want agent-to-gateway.yaml alone (no remote-write auth on OTLP senders)", ac.Args)
 			}
-			env := envMap(ac)
-			if got := env["OTELCOL_GPU_GATEWAY_ENDPOINT"].Value; got != "otelcol-gpu-gateway.otelcol-gpu.svc:4317" {
-				t.Errorf("OTELCOL_GPU_GATEWAY_ENDPOINT = %q", got)
-			}
-			if got, want := env["OTELCOL_GPU_GATEWAY_INSECURE"].Value, map[bool]string{true: "false", false: "true"}[tc.tls]; got != want {
-				t.Errorf("OTELCOL_GPU_GATEWAY_INSECURE = %q, want %q", got, want)
-			}
 			validatePod(t, o, agent)
 
 			gw := o.deployment(t, "otelcol-gpu-gateway")
 			checkGatewayPod(t, gw.Spec.Template.Spec)
 			gc := gw.Spec.Template.Spec.Containers[0]
-			if got := slices.Contains(gc.Args, "--config=/etc/otelcol-gpu/gateway-tls/gateway-tls.yaml"); got != tc.tls {
-				t.Errorf("gateway TLS overlay merged = %v, want %v (args %q)", got, tc.tls, gc.Args)
-			}
-			if got := slices.Contains(gc.Args, "--config=/etc/otelcol-gpu/remote-write-auth/remote-write-auth-bearer.yaml"); got != tc.auth {
+			checkGatewaySecured(t, o, gatewayNames{
+				agentNamespace: "otelcol-gpu", gatewayNamespace: "otelcol-gpu-gateway",
+				gateway: "otelcol-gpu-gateway", tlsSecret: "otelcol-gpu-gateway-tls",
+				caConfigMap: "otelcol-gpu-gateway-ca", tokenSecret: "otelcol-gpu-gateway-token",
+				agentNetpol: "otelcol-gpu-agent", monitoring: "monitoring",
+			})
+			if got := slices.Contains(gc.Args, "--config=/etc/otelcol-gpu/config/remote-write-auth-bearer.yaml"); got != tc.auth {
 				t.Errorf("gateway auth overlay merged = %v, want %v (args %q)", got, tc.auth, gc.Args)
 			}
 			if tc.wal {

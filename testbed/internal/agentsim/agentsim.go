@@ -225,6 +225,9 @@ type Config struct {
 	Timeout     time.Duration // per Export call (the otlp_grpc exporter's default is 5 s)
 	Compression string        // "gzip" (what configs/agent-to-gateway.yaml sends) or "none"
 	Payload     pmetric.Metrics
+	// DialOptions reach the gateway as configs/agent-to-gateway.yaml does (TLS and the
+	// agents' token); nil dials in plain text.
+	DialOptions []grpc.DialOption
 	// SamplesPerSend is what one send delivers to Prometheus (Composition of Payload).
 	SamplesPerSend int
 }
@@ -283,7 +286,11 @@ func Start(cfg Config) (*Fleet, error) {
 	}
 	agents := make([]agent, cfg.Agents)
 	for i := range agents {
-		cc, err := grpc.NewClient(cfg.Endpoint, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		dial := cfg.DialOptions
+		if dial == nil {
+			dial = []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
+		}
+		cc, err := grpc.NewClient(cfg.Endpoint, dial...)
 		if err != nil {
 			f.closeConns()
 			return nil, err

@@ -105,6 +105,11 @@ func (p *Process) CPUSeconds() (float64, error) { return CPUSecondsOf(p.cmd.Proc
 // RSS is the program's resident memory now, in bytes (from /proc/<pid>/status).
 func (p *Process) RSS() (int64, error) { return RSSOf(p.cmd.Process.Pid) }
 
+// PeakRSS is the most resident memory the program has had so far, in bytes (VmHWM).
+func (p *Process) PeakRSS() (int64, error) {
+	return procKiB(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid), "VmHWM:")
+}
+
 // CPUSecondsOf is a process's user+system CPU time (from /proc/<pid>/stat).
 func CPUSecondsOf(pid int) (float64, error) {
 	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))

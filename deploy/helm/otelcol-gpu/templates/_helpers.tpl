@@ -24,6 +24,37 @@
 {{- printf "%s-gateway" (include "otelcol-gpu.fullname" .) | trunc 63 | trimSuffix "-" -}}
 {{- end -}}
 
+{{/* The gateway's namespace (gateway.namespace, or the release namespace). */}}
+{{- define "otelcol-gpu.gatewayNamespace" -}}
+{{- default .Release.Namespace .Values.gateway.namespace -}}
+{{- end -}}
+
+{{/* The namespace of the workload that remote-writes: the gateway's in gateway mode. */}}
+{{- define "otelcol-gpu.remoteWriteNamespace" -}}
+{{- if .Values.gateway.enabled -}}
+{{- include "otelcol-gpu.gatewayNamespace" . -}}
+{{- else -}}
+{{- .Release.Namespace -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Agent ↔ gateway credentials: the gateway's TLS Secret, the agents' CA ConfigMap, the token Secret (in both namespaces). */}}
+{{- define "otelcol-gpu.gatewayTLSSecret" -}}
+{{- default (printf "%s-tls" (include "otelcol-gpu.gatewayName" .)) .Values.gateway.tls.existingSecret -}}
+{{- end -}}
+
+{{- define "otelcol-gpu.gatewayCAConfigMap" -}}
+{{- if .Values.gateway.tls.existingSecret -}}
+{{- required "gateway.tls.caConfigMap is required with gateway.tls.existingSecret: the agents must verify the gateway" .Values.gateway.tls.caConfigMap -}}
+{{- else -}}
+{{- printf "%s-ca" (include "otelcol-gpu.gatewayName" .) -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "otelcol-gpu.gatewayTokenSecret" -}}
+{{- default (printf "%s-token" (include "otelcol-gpu.gatewayName" .)) .Values.gateway.auth.existingSecret -}}
+{{- end -}}
+
 {{- define "otelcol-gpu.serviceAccountName" -}}
 {{- if .Values.serviceAccount.create -}}
 {{- default (include "otelcol-gpu.agentName" .) .Values.serviceAccount.name -}}
@@ -229,9 +260,6 @@ remote-write-wal.yaml
 {{/* The gateway's config files, in --config order. */}}
 {{- define "otelcol-gpu.gatewayConfigFiles" -}}
 {{- $files := list "gateway.yaml" -}}
-{{- if .Values.gateway.tls.enabled -}}
-{{- $files = append $files "gateway-tls.yaml" -}}
-{{- end -}}
 {{- if include "otelcol-gpu.remoteWriteOverrides" . -}}
 {{- $files = append $files "overrides.yaml" -}}
 {{- end -}}
