@@ -22,8 +22,10 @@ copies=(
 )
 # The remote-write overlays ride in every remote-writing workload's ConfigMap (kustomize
 # components then only add a --config), and in the chart.
-for overlay in remote-write-auth-basic remote-write-auth-bearer remote-write-wal; do
+for overlay in remote-write-auth-basic remote-write-auth-bearer remote-write-tls remote-write-wal; do
   for dir in deploy/kubernetes/base deploy/kubernetes/gateway deploy/helm/otelcol-gpu/files; do
+    # The chart writes its TLS settings from values (remoteWrite.tls) instead.
+    [[ $overlay == remote-write-tls && $dir == deploy/helm/* ]] && continue
     copies+=("deploy/config-overlays/$overlay.yaml $dir/$overlay.yaml")
   done
 done

@@ -41,8 +41,8 @@ type renderedSet struct {
 // agentComponents are the kustomize components that modify the agent DaemonSet of base;
 // gatewayComponents those that modify the gateway (applied over overlays/gateway-mode).
 var (
-	agentComponents   = []string{"non-root", "remote-write-auth-basic", "remote-write-auth-bearer", "remote-write-wal", "runtime-class-nvidia"}
-	gatewayComponents = []string{"remote-write-auth-bearer", "remote-write-wal"}
+	agentComponents   = []string{"non-root", "remote-write-auth-basic", "remote-write-auth-bearer", "remote-write-tls", "remote-write-wal", "runtime-class-nvidia"}
+	gatewayComponents = []string{"remote-write-auth-bearer", "remote-write-tls", "remote-write-wal"}
 )
 
 // renderedSets renders every shipped form: the kustomize base with each component, every

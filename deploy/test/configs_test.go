@@ -63,7 +63,7 @@ func TestConfigsValidate(t *testing.T) {
 	root := repoRoot(t)
 	cfg := func(rel string) string { return filepath.Join(root, rel) }
 	env := map[string]string{
-		"PROMETHEUS_REMOTE_WRITE_URL": "http://prometheus.example.com:9090/api/v1/write",
+		"PROMETHEUS_REMOTE_WRITE_URL": "https://prometheus.example.com/api/v1/write",
 		"REMOTE_WRITE_BASIC_AUTH":     "dXNlcjpwYXNzd29yZA==",
 		"PROMETHEUS_OTLP_URL":         "http://prometheus.example.com:9090/api/v1/otlp/v1/metrics",
 	}
@@ -82,6 +82,8 @@ func TestConfigsValidate(t *testing.T) {
 		"agent+wal":                 {cfg("configs/agent.yaml"), cfg("deploy/config-overlays/remote-write-wal.yaml")},
 		"agent+bearer+wal":          {cfg("configs/agent.yaml"), cfg("deploy/config-overlays/remote-write-auth-bearer.yaml"), cfg("deploy/config-overlays/remote-write-wal.yaml")},
 		"agent+bare-host+wal":       {cfg("configs/agent.yaml"), cfg("deploy/config-overlays/bare-host.yaml"), cfg("deploy/config-overlays/remote-write-wal.yaml")},
+		"agent+tls+basic":           {cfg("configs/agent.yaml"), cfg("deploy/config-overlays/remote-write-tls.yaml"), cfg("deploy/config-overlays/remote-write-auth-basic.yaml")},
+		"gateway+tls+bearer":        {cfg("configs/gateway.yaml"), cfg("deploy/config-overlays/remote-write-tls.yaml"), cfg("deploy/config-overlays/remote-write-auth-bearer.yaml")},
 		"agent+prometheus-otlp":     {cfg("configs/agent.yaml"), cfg("deploy/config-overlays/prometheus-otlp.yaml")},
 		"gateway+prometheus-otlp":   {cfg("configs/gateway.yaml"), cfg("deploy/config-overlays/prometheus-otlp.yaml")},
 		"gateway+basic+wal":         {cfg("configs/gateway.yaml"), cfg("deploy/config-overlays/remote-write-auth-basic.yaml"), cfg("deploy/config-overlays/remote-write-wal.yaml")},

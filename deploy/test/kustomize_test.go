@@ -93,13 +93,13 @@ func TestKustomizeBase(t *testing.T) {
 	}
 	// The remote-write overlays ride along (the components only add a --config, so they work
 	// in the agents' and the gateway's namespace alike); the default runs agent.yaml alone.
-	for _, overlay := range []string{"remote-write-auth-basic.yaml", "remote-write-auth-bearer.yaml", "remote-write-wal.yaml"} {
+	for _, overlay := range []string{"remote-write-auth-basic.yaml", "remote-write-auth-bearer.yaml", "remote-write-tls.yaml", "remote-write-wal.yaml"} {
 		if cm.Data[overlay] != string(readRepoFile(t, "deploy/config-overlays/"+overlay)) {
 			t.Errorf("the agent ConfigMap's %s differs from deploy/config-overlays: run deploy/sync-configs.sh", overlay)
 		}
 	}
-	if len(cm.Data) != 4 {
-		t.Errorf("agent ConfigMap keys = %v, want agent.yaml and the three remote-write overlays", keys(cm.Data))
+	if len(cm.Data) != 5 {
+		t.Errorf("agent ConfigMap keys = %v, want agent.yaml and the four remote-write overlays", keys(cm.Data))
 	}
 	if want := []string{"--config=/etc/otelcol-gpu/config/agent.yaml"}; !slices.Equal(c.Args, want) {
 		t.Errorf("args = %q, want %q", c.Args, want)
@@ -116,6 +116,15 @@ func TestKustomizeBase(t *testing.T) {
 	}
 	validatePod(t, o, spec)
 }
+
+// httpsBackendPatch points the agents at an https remote-write URL (a kustomization's tail).
+const httpsBackendPatch = `patches:
+  - target: {kind: DaemonSet, name: otelcol-gpu-agent}
+    patch: |-
+      - op: replace
+        path: /spec/template/spec/containers/0/env/0/value
+        value: https://mimir.example.com/api/v1/push
+`
 
 func TestKustomizeComponents(t *testing.T) {
 	for _, tc := range []struct {
@@ -148,6 +157,20 @@ func TestKustomizeComponents(t *testing.T) {
 				if !slices.Contains(c.Args, "--config=/etc/otelcol-gpu/config/remote-write-auth-bearer.yaml") {
 					t.Errorf("args = %q: the bearer overlay is not merged", c.Args)
 				}
+			},
+		},
+		{
+			name:       "remote-write-tls",
+			components: []string{"remote-write-tls", "remote-write-auth-basic"},
+			want:       defaultAgent,
+			check: func(t *testing.T, o *objects) {
+				spec := o.daemonSet(t, "otelcol-gpu-agent").Spec.Template.Spec
+				if !slices.Contains(spec.Containers[0].Args, "--config=/etc/otelcol-gpu/config/remote-write-tls.yaml") {
+					t.Errorf("args = %q: the TLS overlay is not merged", spec.Containers[0].Args)
+				}
+				mountedAt(t, spec, "/etc/otelcol-gpu/remote-write-ca", func(v corev1.Volume) bool {
+					return v.ConfigMap != nil && v.ConfigMap.Name == "otelcol-gpu-remote-write-ca"
+				}, "the remote-write CA ConfigMap")
 			},
 		},
 		{
@@ -187,6 +210,8 @@ func TestKustomizeComponents(t *testing.T) {
 			for _, c := range tc.components {
 				overlay += "  - ../../components/" + c + "\n"
 			}
+			// An https backend, as README's overlay sets it: credentials over http:// are refused.
+			overlay += httpsBackendPatch
 			o := kustomizeBuild(t, "overlays/test-"+strings.ReplaceAll(tc.name, " ", "-"), overlay)
 			spec := o.daemonSet(t, "otelcol-gpu-agent").Spec.Template.Spec
 			checkAgentPod(t, spec, tc.want)
@@ -239,6 +264,12 @@ resources:
   - ../gateway-mode
 components:
   - ../../components/remote-write-auth-bearer
+patches:
+  - target: {kind: Deployment, name: otelcol-gpu-gateway}
+    patch: |-
+      - op: replace
+        path: /spec/template/spec/containers/0/env/0/value
+        value: https://mimir.example.com/api/v1/push
 `,
 			auth: true,
 		},

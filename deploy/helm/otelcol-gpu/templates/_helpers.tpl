@@ -174,7 +174,26 @@ remote-write-wal.yaml
 {{- end -}}
 
 {{/* Pod-spec pieces for remote-write auth and TLS: env, volumes, mounts. */}}
+{{/*
+Credentials never travel in clear and never sit in the URL (the exporter would log it and
+label its self-metrics with it); the collector refuses both too (converter/credentialsguard).
+*/}}
+{{- define "otelcol-gpu.remoteWriteChecks" -}}
+{{- $url := .Values.remoteWrite.url -}}
+{{- if regexMatch "^[a-zA-Z][a-zA-Z0-9+.-]*://[^/]*@" $url -}}
+{{- fail "remoteWrite.url must not hold credentials (user:password@): use remoteWrite.auth with existingSecret" -}}
+{{- end -}}
+{{- if and (ne .Values.remoteWrite.auth.type "none") (hasPrefix "http://" (lower $url)) (not .Values.remoteWrite.auth.allowPlaintext) -}}
+{{- fail "remoteWrite.auth over http:// sends the credential in clear: use an https:// URL (remoteWrite.tls for its CA), or set remoteWrite.auth.allowPlaintext=true where the path cannot be read" -}}
+{{- end -}}
+{{- end -}}
+
 {{- define "otelcol-gpu.remoteWriteEnv" -}}
+{{- include "otelcol-gpu.remoteWriteChecks" . -}}
+{{- if .Values.remoteWrite.auth.allowPlaintext }}
+- name: OTELCOL_GPU_ALLOW_PLAINTEXT_CREDENTIALS
+  value: "true"
+{{- end }}
 {{- if eq .Values.remoteWrite.auth.type "basic" }}
 - name: REMOTE_WRITE_BASIC_AUTH
   valueFrom:
