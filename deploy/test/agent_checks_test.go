@@ -14,7 +14,7 @@ import (
 type agentExpect struct {
 	nonRoot   bool // UID 10001 and runAsNonRoot, instead of UID 0 without capabilities
 	kubelet   bool // the pod-resources socket is mounted
-	processes bool // /proc and /var/log/pods are mounted
+	processes bool // /proc is mounted (not /var/log/pods: kube_api names the pods)
 	procRoot  string
 }
 
@@ -61,7 +61,6 @@ func checkAgentPod(t *testing.T, spec corev1.PodSpec, want agentExpect) {
 	}
 	if want.processes {
 		wantHost["/proc"] = want.procRoot
-		wantHost["/var/log/pods"] = "/var/log/pods"
 	}
 	gotHost := map[string]string{}
 	volumes := map[string]corev1.Volume{}
@@ -80,6 +79,10 @@ func checkAgentPod(t *testing.T, spec corev1.PodSpec, want agentExpect) {
 			gotHost[v.HostPath.Path] = m.MountPath
 			if !m.ReadOnly {
 				t.Errorf("hostPath %s is mounted writable at %s", v.HostPath.Path, m.MountPath)
+			}
+			// readOnly alone leaves the mounts below a hostPath writable.
+			if m.RecursiveReadOnly == nil || *m.RecursiveReadOnly != corev1.RecursiveReadOnlyEnabled {
+				t.Errorf("hostPath %s at %s: recursiveReadOnly %v, want Enabled", v.HostPath.Path, m.MountPath, deref(m.RecursiveReadOnly))
 			}
 		case v.EmptyDir != nil && m.MountPath == "/var/lib/otelcol-gpu":
 			stateMounted = true
@@ -135,12 +138,14 @@ func checkAgentPod(t *testing.T, spec corev1.PodSpec, want agentExpect) {
 		"OTELCOL_GPU_TELEMETRY_HOST":  "0.0.0.0",
 		"OTELCOL_GPU_TELEMETRY_PORT":  "8888",
 		"OTELCOL_GPU_PROC_ROOT":       want.procRoot,
-		"OTELCOL_GPU_POD_LOGS_DIR":    "/var/log/pods",
 		"OTELCOL_GPU_KUBELET_SOCKET":  "unix:///var/lib/kubelet/pod-resources/kubelet.sock",
 	} {
 		if got := env[name]; got.Value != value || got.ValueFrom != nil {
 			t.Errorf("env %s = %q (from %v), want %q", name, got.Value, got.ValueFrom, value)
 		}
+	}
+	if _, ok := env["OTELCOL_GPU_POD_LOGS_DIR"]; ok {
+		t.Error("OTELCOL_GPU_POD_LOGS_DIR is set: /var/log/pods is not mounted, kube_api names the pods")
 	}
 	for _, name := range []string{"K8S_NODE_NAME", "OTELCOL_GPU_HOST_NAME"} {
 		e := env[name]

@@ -1,0 +1,165 @@
+package deploytest
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/otelcol-gpu/otelcol-gpu/testbed/kubeapi"
+)
+
+// warnings collects the API server's warnings (Pod Security's warn mode speaks through them).
+type warnings struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (w *warnings) HandleWarningHeader(_ int, _ string, text string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.msgs = append(w.msgs, text)
+}
+
+func (w *warnings) take() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := w.msgs
+	w.msgs = nil
+	return out
+}
+
+// TestPodSecurityAdmission: the real API server's Pod Security admission, with the
+// namespaces as each form ships them, admits the gateway's pod at "restricted" and
+// rejects a privileged pod (and a hostPath, and root) in the gateway's namespace; it admits
+// the agent's pod in its namespace, which must stay "privileged" because the baseline
+// standard forbids every hostPath: the agent's pod is rejected in a baseline namespace,
+// and the agent namespace's warn label says so at each admission.
+func TestPodSecurityAdmission(t *testing.T) {
+	s := kubeapi.Start(t)
+	a := newApplier(t, s)
+	w := &warnings{}
+	cfg := rest.CopyConfig(s.Admin)
+	cfg.WarningHandler = w
+	c, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	dryRun := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
+	create := func(pod *corev1.Pod) error {
+		_, err := c.CoreV1().Pods(pod.Namespace).Create(ctx, pod, dryRun)
+		return err
+	}
+
+	for _, form := range []struct {
+		name string
+		o    func(t *testing.T) *objects
+	}{
+		{"kustomize gateway-mode", func(t *testing.T) *objects { return kustomizeBuild(t, "overlays/gateway-mode", "") }},
+		{"helm gateway-values", func(t *testing.T) *objects {
+			return helmTemplate(t, filepath.Join(chartDir(t), "ci", "gateway-values.yaml"))
+		}},
+	} {
+		t.Run(form.name, func(t *testing.T) {
+			o := form.o(t)
+			applied := a.apply(t, o)
+			defer a.remove(t, applied)
+
+			gw := o.deployment(t, "otelcol-gpu-gateway")
+			gwNS, err := s.Client.CoreV1().Namespaces().Get(ctx, gw.Namespace, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if level := gwNS.Labels["pod-security.kubernetes.io/enforce"]; level != "restricted" {
+				t.Fatalf("the gateway's namespace %s enforces %q, want restricted", gw.Namespace, level)
+			}
+			gwPod := &corev1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Name: "gateway", Namespace: gw.Namespace, Labels: gw.Spec.Template.Labels},
+				Spec:       gw.Spec.Template.Spec,
+			}
+			w.take()
+			if err := create(gwPod); err != nil {
+				t.Errorf("the gateway's pod is refused in %s: %v", gw.Namespace, err)
+			}
+			if ws := w.take(); len(ws) != 0 {
+				t.Errorf("warnings admitting the gateway: %q", ws)
+			}
+			for _, probe := range []struct {
+				name, want string
+				mutate     func(*corev1.Pod)
+			}{
+				{"privileged", "privileged", func(p *corev1.Pod) {
+					p.Spec.Containers[0].SecurityContext.Privileged = ptr(true)
+					p.Spec.Containers[0].SecurityContext.AllowPrivilegeEscalation = ptr(true)
+				}},
+				{"hostPath", "hostPath", func(p *corev1.Pod) {
+					p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "host", VolumeSource: corev1.VolumeSource{
+						HostPath: &corev1.HostPathVolumeSource{Path: "/proc"},
+					}})
+				}},
+				{"root", "runAsNonRoot", func(p *corev1.Pod) {
+					p.Spec.SecurityContext.RunAsUser, p.Spec.SecurityContext.RunAsNonRoot = ptr(int64(0)), ptr(false)
+				}},
+			} {
+				pod := gwPod.DeepCopy()
+				pod.Name = "probe-" + strings.ToLower(probe.name)
+				probe.mutate(pod)
+				err := create(pod)
+				if err == nil || !strings.Contains(err.Error(), `violates PodSecurity "restricted`) || !strings.Contains(err.Error(), probe.want) {
+					t.Errorf("a %s pod in %s: %v, want refused by Pod Security (restricted, %s)", probe.name, gw.Namespace, err, probe.want)
+				}
+			}
+
+			var agent *corev1.PodTemplateSpec
+			var agentNS string
+			for _, ds := range o.daemonSets {
+				agent, agentNS = &ds.Spec.Template, ds.Namespace
+			}
+			if agentNS == "" {
+				agentNS = releaseNamespace
+			}
+			agentPod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "agent", Namespace: agentNS, Labels: agent.Labels}, Spec: agent.Spec}
+			if o.namespaces[agentNS] == nil {
+				// Helm: the user labels the release namespace (deploy/README.md).
+				ns, err := s.Client.CoreV1().Namespaces().Get(ctx, agentNS, metav1.GetOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				ns.Labels["pod-security.kubernetes.io/enforce"] = "privileged"
+				ns.Labels["pod-security.kubernetes.io/warn"] = "baseline"
+				if _, err := s.Client.CoreV1().Namespaces().Update(ctx, ns, metav1.UpdateOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			w.take()
+			if err := create(agentPod); err != nil {
+				t.Errorf("the agent's pod is refused in %s: %v", agentNS, err)
+			}
+			if ws := strings.Join(w.take(), " "); !strings.Contains(ws, "hostPath") {
+				t.Errorf("admitting the agent: warnings %q, want baseline's hostPath warning (warn: baseline)", ws)
+			}
+			// Why "privileged": at baseline the same pod is refused for its host mounts.
+			baseline := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+				Name:   "baseline-probe",
+				Labels: map[string]string{"pod-security.kubernetes.io/enforce": "baseline"},
+			}}
+			if _, err := s.Client.CoreV1().Namespaces().Create(ctx, baseline, metav1.CreateOptions{}); err != nil && !strings.Contains(err.Error(), "already exists") {
+				t.Fatal(err)
+			}
+			atBaseline := agentPod.DeepCopy()
+			atBaseline.Namespace = baseline.Name
+			if err := create(atBaseline); err == nil || !strings.Contains(err.Error(), "hostPath") {
+				t.Errorf("the agent's pod at baseline: %v, want refused for its hostPath volumes", err)
+			}
+		})
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
