@@ -148,8 +148,9 @@ func TestDockerfileBuildsLikeMake(t *testing.T) {
 	if c := strings.Join(code, "\n"); strings.Contains(c, "-static") || strings.Contains(c, "-z now") || strings.Contains(c, "CGO_ENABLED=0") {
 		t.Error("the image must be built with cgo, dynamically, without -z now (DESIGN §3)")
 	}
-	goMod := regexp.MustCompile(`(?m)^go (\d+\.\d+)`).FindStringSubmatch(string(readRepoFile(t, "go.mod")))
-	if goMod == nil || !strings.Contains(df, "ARG GO_VERSION="+goMod[1]) {
+	// The whole version, patch included: a patch release is where Go's security fixes land.
+	goMod := regexp.MustCompile(`(?m)^go (\d+\.\d+\.\d+)$`).FindStringSubmatch(string(readRepoFile(t, "go.mod")))
+	if goMod == nil || !regexp.MustCompile(`(?m)^ARG GO_VERSION=`+regexp.QuoteMeta(goMod[1])+`$`).MatchString(df) {
 		t.Errorf("the Dockerfile's GO_VERSION does not match go.mod's go %v", goMod)
 	}
 	if strings.Contains(df, "COPY configs") {

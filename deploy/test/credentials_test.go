@@ -64,19 +64,7 @@ func TestCredentialsInClearAreRefused(t *testing.T) {
 // remoteWrite.auth.allowPlaintext (which it then passes to the collector), and a URL with
 // user:password@ always.
 func TestHelmRefusesCredentialsInClear(t *testing.T) {
-	render := func(values map[string]any) error {
-		chrt, err := loader.Load(chartDir(t))
-		if err != nil {
-			t.Fatal(err)
-		}
-		opts := chartutil.ReleaseOptions{Name: releaseName, Namespace: releaseNamespace, Revision: 1, IsInstall: true}
-		vals, err := chartutil.ToRenderValues(chrt, values, opts, chartutil.DefaultCapabilities.Copy())
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, err = engine.Engine{Strict: true}.Render(chrt, vals)
-		return err
-	}
+	render := func(values map[string]any) error { return helmRenderError(t, values) }
 	rw := func(url string, auth map[string]any, gateway bool) map[string]any {
 		return map[string]any{
 			"remoteWrite": map[string]any{"url": url, "auth": auth},
@@ -99,4 +87,21 @@ func TestHelmRefusesCredentialsInClear(t *testing.T) {
 		t.Error("allowPlaintext does not reach the collector")
 	}
 	validatePod(t, o, spec)
+}
+
+// helmRenderError renders the chart with values and returns the error (a `fail` in a
+// template), for values the chart must refuse.
+func helmRenderError(t *testing.T, values map[string]any) error {
+	t.Helper()
+	chrt, err := loader.Load(chartDir(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := chartutil.ReleaseOptions{Name: releaseName, Namespace: releaseNamespace, Revision: 1, IsInstall: true}
+	vals, err := chartutil.ToRenderValues(chrt, values, opts, chartutil.DefaultCapabilities.Copy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = engine.Engine{Strict: true}.Render(chrt, vals)
+	return err
 }

@@ -227,3 +227,39 @@ func decodeSecret(t *testing.T, raw []byte) *corev1.Secret {
 	t.Fatal("not a Secret")
 	return nil
 }
+
+// TestImagesByDigest: every form can run the image by digest — Helm's image.digest (a
+// malformed one refused), a kustomize overlay's images entry with a digest, for the
+// agents and the gateway alike.
+func TestImagesByDigest(t *testing.T) {
+	const digest = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	want := "registry.example.com/otelcol-gpu@" + digest
+	o := helmTemplateValues(t, map[string]any{
+		"image":   map[string]any{"repository": "registry.example.com/otelcol-gpu", "tag": "ignored", "digest": digest},
+		"gateway": map[string]any{"enabled": true},
+	})
+	if got := o.daemonSet(t, "otelcol-gpu-agent").Spec.Template.Spec.Containers[0].Image; got != want {
+		t.Errorf("helm agent image = %q, want %q", got, want)
+	}
+	if got := o.deployment(t, "otelcol-gpu-gateway").Spec.Template.Spec.Containers[0].Image; got != want {
+		t.Errorf("helm gateway image = %q, want %q", got, want)
+	}
+	if err := helmRenderError(t, map[string]any{"image": map[string]any{"digest": "latest"}}); err == nil || !strings.Contains(err.Error(), "image.digest") {
+		t.Errorf("a malformed image.digest: %v, want refused", err)
+	}
+	k := kustomizeBuild(t, "overlays/test-digest", `apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+  - ../gateway-mode
+images:
+  - name: ghcr.io/otelcol-gpu/otelcol-gpu
+    newName: registry.example.com/otelcol-gpu
+    digest: `+digest+`
+`)
+	if got := k.daemonSet(t, "otelcol-gpu-agent").Spec.Template.Spec.Containers[0].Image; got != want {
+		t.Errorf("kustomize agent image = %q, want %q", got, want)
+	}
+	if got := k.deployment(t, "otelcol-gpu-gateway").Spec.Template.Spec.Containers[0].Image; got != want {
+		t.Errorf("kustomize gateway image = %q, want %q", got, want)
+	}
+}

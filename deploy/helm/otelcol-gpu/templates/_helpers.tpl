@@ -63,8 +63,16 @@
 {{- end -}}
 {{- end -}}
 
+{{/* repository@digest when image.digest is set (what runs cannot change under a tag), else repository:tag. */}}
 {{- define "otelcol-gpu.image" -}}
+{{- if .Values.image.digest -}}
+{{- if not (regexMatch "^sha256:[0-9a-f]{64}$" .Values.image.digest) -}}
+{{- fail "image.digest must be sha256:<64 hex digits>" -}}
+{{- end -}}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest -}}
+{{- else -}}
 {{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
+{{- end -}}
 {{- end -}}
 
 {{- define "otelcol-gpu.labels" -}}
