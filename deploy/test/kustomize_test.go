@@ -64,8 +64,9 @@ func TestKustomizeBase(t *testing.T) {
 		t.Error("the namespace must admit read-only hostPath volumes (pod-security enforce=privileged)")
 	}
 	for _, obj := range o.all {
-		if obj.kind == "Namespace" || obj.kind == "ClusterRole" || obj.kind == "ClusterRoleBinding" {
-			continue
+		switch obj.kind {
+		case "Namespace", "ClusterRole", "ClusterRoleBinding", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding":
+			continue // cluster-scoped
 		}
 		if !strings.Contains(string(obj.raw), "namespace: otelcol-gpu") {
 			t.Errorf("%s %s is not in namespace otelcol-gpu", obj.kind, obj.name)

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -40,7 +41,9 @@ func (w *warnings) take() []string {
 // rejects a privileged pod (and a hostPath, and root) in the gateway's namespace; it admits
 // the agent's pod in its namespace, which must stay "privileged" because the baseline
 // standard forbids every hostPath: the agent's pod is rejected in a baseline namespace,
-// and the agent namespace's warn label says so at each admission.
+// and the agent namespace's warn label says so at each admission. There the shipped
+// ValidatingAdmissionPolicy refuses what baseline would (privileged, capabilities, host
+// namespaces) and any host mount but the agent's, or a writable one.
 func TestPodSecurityAdmission(t *testing.T) {
 	s := kubeapi.Start(t)
 	a := newApplier(t, s)
@@ -145,6 +148,55 @@ func TestPodSecurityAdmission(t *testing.T) {
 			if ws := strings.Join(w.take(), " "); !strings.Contains(ws, "hostPath") {
 				t.Errorf("admitting the agent: warnings %q, want baseline's hostPath warning (warn: baseline)", ws)
 			}
+			// The namespace is "privileged" for the agent's mounts; the shipped admission
+			// policy keeps everything else there at baseline, and the host mounts to the
+			// agent's, read-only. (The policy reaches the admission plugin within a second.)
+			for _, probe := range []struct {
+				name, want string
+				mutate     func(*corev1.Pod)
+			}{
+				{"privileged", "no privileged container", func(p *corev1.Pod) {
+					p.Spec.Containers[0].SecurityContext.Privileged = ptr(true)
+					p.Spec.Containers[0].SecurityContext.AllowPrivilegeEscalation = ptr(true)
+				}},
+				{"capability", "no added capabilities", func(p *corev1.Pod) {
+					p.Spec.Containers[0].SecurityContext.Capabilities.Add = []corev1.Capability{"SYS_ADMIN"}
+				}},
+				{"hostPID", "no host namespaces", func(p *corev1.Pod) { p.Spec.HostPID = true }},
+				{"host root", "only the agent's host paths", func(p *corev1.Pod) {
+					p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "host-root", VolumeSource: corev1.VolumeSource{
+						HostPath: &corev1.HostPathVolumeSource{Path: "/"},
+					}})
+				}},
+				{"writable proc", "read-only", func(p *corev1.Pod) {
+					for i, m := range p.Spec.Containers[0].VolumeMounts {
+						if m.MountPath == "/host/proc" {
+							p.Spec.Containers[0].VolumeMounts[i].ReadOnly = false
+							p.Spec.Containers[0].VolumeMounts[i].RecursiveReadOnly = nil
+						}
+					}
+				}},
+			} {
+				pod := agentPod.DeepCopy()
+				pod.Name = "probe-" + strings.ReplaceAll(strings.ToLower(probe.name), " ", "-")
+				probe.mutate(pod)
+				deadline := time.Now().Add(10 * time.Second)
+				for {
+					err := create(pod)
+					if err != nil && strings.Contains(err.Error(), probe.want) {
+						break
+					}
+					if time.Now().After(deadline) {
+						t.Errorf("a %s pod in the agents' namespace %s: %v, want refused (%s)", probe.name, agentNS, err, probe.want)
+						break
+					}
+					time.Sleep(200 * time.Millisecond)
+				}
+			}
+			if err := create(agentPod); err != nil {
+				t.Errorf("the agent's pod under the admission policy: %v", err)
+			}
+
 			// Why "privileged": at baseline the same pod is refused for its host mounts.
 			baseline := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
 				Name:   "baseline-probe",
