@@ -19,9 +19,10 @@ func TestScenariosLandInPrometheus(t *testing.T) {
 	startAgent(t, p, "e2e-mig", "dgxa100", "mig")
 	startAgent(t, p, "e2e-shared", "dgxh200", "shared-gpu")
 
-	t.Run("thermal-throttle: the thermal reason is 1 on the hot GPUs only", func(t *testing.T) {
+	t.Run("thermal-throttle: the hot GPUs only are throttled for a thermal cause", func(t *testing.T) {
+		// gpu_enrich folds the clock-event reasons into nvidia_gpu_throttled{cause} by default.
 		prom.Eventually(t, 60*time.Second, "throttle series", func() error {
-			s, err := p.Query(`nvidia_gpu_clock_event_active{host_name="e2e-hot",nvidia_gpu_clock_event_reason="hw_thermal_slowdown"} == 1`)
+			s, err := p.Query(`nvidia_gpu_throttled{host_name="e2e-hot",nvidia_gpu_throttle_cause="thermal"} == 1`)
 			if err != nil {
 				return err
 			}
