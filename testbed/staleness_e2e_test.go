@@ -74,13 +74,13 @@ func answers(t *testing.T, p *prom.Server, q string, n int, timeout time.Duratio
 	return got
 }
 
-// TestSeriesEndWhenTheirSubjectEnds: remote-write has no scrape staleness, so gpu_enrich
+// TestSeriesGoStaleWhenTheirSubjectEnds: remote-write has no scrape staleness, so gpu_enrich
 // writes an end marker for every series whose subject is gone. In Prometheus, native and
 // dcgm-exporter-compatible series alike stop answering instant queries within seconds,
 // not after the 5-minute lookback, when a pod ends, a process exits, a MIG instance is
 // destroyed or a GPU falls off the bus; a GPU that comes back resumes its counters, and
 // rate() and increase() over the gap stay right.
-func TestSeriesEndWhenTheirSubjectEnds(t *testing.T) {
+func TestSeriesGoStaleWhenTheirSubjectEnds(t *testing.T) {
 	uuids := simulatedUUIDs(t, "dgxh100")
 	sim, err := gpusim.New(gpusim.Options{System: "dgxh100", Scenario: "churn", Seed: 1})
 	if err != nil {
