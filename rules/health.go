@@ -92,7 +92,7 @@ and on (host_name)
 			For:         "5m",
 			Severity:    "warning",
 			Summary:     "GPU {{ $labels.nvidia_gpu_index }} ({{ $labels.hw_id }}) on {{ $labels.host_name }} stopped reporting.",
-			Description: gpuModel + " on node {{ $labels.host_name }} reported within the last hour but has sent no series for more than 10 minutes, while the agent on the node still reports. The agent no longer finds or reads this GPU.",
+			Description: gpuModel + " on node {{ $labels.host_name }} reported within the last hour but has sent no series for 5 minutes after they ended (gpu_enrich ends a gone GPU's series at once; 10 minutes where nothing ended them, by Prometheus's lookback), while the agent on the node still reports. The agent no longer finds or reads this GPU.",
 		},
 		{
 			Alert:       "GPUNVMLUnavailable",
