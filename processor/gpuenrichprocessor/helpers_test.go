@@ -55,6 +55,15 @@ func (f fakeNames) Lookup(uid string) (podnames.Pod, bool) {
 	return p, ok
 }
 
+func (f fakeNames) UID(namespace, name string) (string, bool) {
+	for uid, p := range f {
+		if p.Namespace == namespace && p.Name == name {
+			return uid, true
+		}
+	}
+	return "", false
+}
+
 // allocateEach makes a snapshot where pod "train-i" in namespace "ml" holds GPU i.
 func allocateEach(uuids []string, taken time.Time) *podresources.Snapshot {
 	s := &podresources.Snapshot{Allocatable: map[string][]string{"nvidia.com/gpu": uuids}, Taken: taken}
@@ -144,7 +153,7 @@ func resources(md pmetric.Metrics, want map[string]string) []pmetric.ResourceMet
 // gpuResource is the device resource of GPU index i.
 func gpuResource(t *testing.T, md pmetric.Metrics, index string) pmetric.ResourceMetrics {
 	t.Helper()
-	rs := resources(md, map[string]string{"nvidia.gpu.index": index, "!process.pid": "", "!nvidia.mig.uuid": "", "!k8s.pod.uid": "", "hw.id": "*"})
+	rs := resources(md, map[string]string{"nvidia.gpu.index": index, "!process.pid": "", "!nvidia.mig.uuid": "", "hw.id": "*"})
 	for _, rm := range rs {
 		if hasScopeMetric(rm, "hw.power") {
 			return rm

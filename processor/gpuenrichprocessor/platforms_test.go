@@ -398,7 +398,7 @@ func gpuOwner(t *testing.T, out pmetric.Metrics, uuid string) map[string]string 
 			continue
 		}
 		got := map[string]string{}
-		for _, k := range []string{"k8s.namespace.name", "k8s.pod.name", "k8s.container.name", "k8s.resourceclaim.name", "nvidia.gpu.attribution.method"} {
+		for _, k := range []string{"k8s.namespace.name", "k8s.pod.name", "k8s.pod.uid", "k8s.container.name", "k8s.resourceclaim.name", "nvidia.gpu.attribution.method"} {
 			if v, ok := a.Get(k); ok {
 				got[k] = v.AsString()
 			}
@@ -418,8 +418,8 @@ func TestFinishedPodHoldsNoGPU(t *testing.T) {
 	out := p.run(t, true)
 	assert.Equal(t, map[string]string{
 		"k8s.namespace.name": "ml", "k8s.pod.name": "trainer-b-0", "k8s.container.name": "trainer",
-		"nvidia.gpu.attribution.method": methodAllocation,
-	}, gpuOwner(t, out, gpu1))
+		"k8s.pod.uid": "0f7e65d8-b4e7-4ae5-a853-2ff0648178f7", "nvidia.gpu.attribution.method": methodAllocation,
+	}, gpuOwner(t, out, gpu1), "the holder's UID, from the API, for whoever keys on it")
 	for _, rm := range resources(out, map[string]string{"hw.id": gpu1, "k8s.pod.name": "nightly-eval-29171040-zt6kx"}) {
 		t.Errorf("the finished pod has series on the GPU: %v", rm.Resource().Attributes().AsRaw())
 	}
@@ -441,7 +441,8 @@ func TestDRAClaimHoldsItsGPUs(t *testing.T) {
 	for _, uuid := range []string{"GPU-228c95aa-0b0e-4824-865d-cead3dcd9506", "GPU-e781e781-b221-46e2-abbf-b23248883d7b"} {
 		assert.Equal(t, map[string]string{
 			"k8s.namespace.name": "ml", "k8s.pod.name": "train-llama-0", "k8s.container.name": "trainer",
-			"k8s.resourceclaim.name": "train-llama-0-gpus-8xk2p", "nvidia.gpu.attribution.method": methodAllocation,
+			"k8s.pod.uid": "dd3ef8b3-20c6-4934-ae5a-b6bbd91a3f33", "k8s.resourceclaim.name": "train-llama-0-gpus-8xk2p",
+			"nvidia.gpu.attribution.method": methodAllocation,
 		}, gpuOwner(t, out, uuid), uuid)
 	}
 	assert.Equal(t, "erin-mig", gpuOwner(t, out, "MIG-7f6f29cd-984a-4a7b-9aa0-ae1ef446928e")["k8s.resourceclaim.name"])

@@ -81,6 +81,15 @@ func (p *gpuEnrichProcessor) associate(b *batch, a allocation.Allocation) {
 	for _, g := range b.gpus {
 		byUUID[g.uuid] = g
 		g.holders = holdersOf(a.ByUUID[g.uuid])
+		if p.src.names != nil {
+			// The kubelet names the holders; their UID (for k8s_attributes, and on the
+			// series for whoever keys on it) comes from the API or the log directory.
+			for i := range g.holders {
+				if uid, ok := p.src.names.UID(g.holders[i].Namespace, g.holders[i].Name); ok {
+					g.holders[i].UID = uid
+				}
+			}
+		}
 		if len(g.holders) == 1 {
 			p.putOwner(g.rm.Resource().Attributes(), owner{pod: g.holders[0], method: methodAllocation})
 		}

@@ -27,8 +27,10 @@ type pidSource interface {
 }
 
 // podNameSource names a pod from its UID.
+// and a pod's UID from its namespace and name.
 type podNameSource interface {
 	Lookup(uid string) (podnames.Pod, bool)
+	UID(namespace, name string) (string, bool)
 }
 
 // kubeSource is what the Kubernetes API says about this node: the DRA drivers'
@@ -102,4 +104,13 @@ func (c namesChain) Lookup(uid string) (podnames.Pod, bool) {
 		}
 	}
 	return podnames.Pod{}, false
+}
+
+func (c namesChain) UID(namespace, name string) (string, bool) {
+	for _, s := range c {
+		if uid, ok := s.UID(namespace, name); ok {
+			return uid, true
+		}
+	}
+	return "", false
 }

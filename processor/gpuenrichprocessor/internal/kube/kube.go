@@ -291,6 +291,24 @@ func runtimeID(s string) string {
 	return s
 }
 
+// UID returns the UID the kubelet uses for the pod with that namespace and name: the API
+// object's, or for a static pod the config hash its mirror carries (the UID in its cgroup).
+func (c *Client) UID(namespace, name string) (string, bool) {
+	pods, _ := c.informers()
+	if pods == nil {
+		return "", false
+	}
+	obj, ok, err := pods.GetStore().GetByKey(namespace + "/" + name)
+	if err != nil || !ok {
+		return "", false
+	}
+	p := obj.(*corev1.Pod)
+	if hash := p.Annotations[mirrorAnnotation]; hash != "" {
+		return hash, true
+	}
+	return string(p.UID), true
+}
+
 // Finished reports whether the pod is known to have finished (phase Succeeded or
 // Failed). An unknown pod is not: the kubelet may know it before the API watch does.
 func (c *Client) Finished(namespace, name string) bool {

@@ -101,6 +101,15 @@ func TestPodsOfTheNode(t *testing.T) {
 	assert.Equal(t, "trainer", p.ContainerName("old"), "the previous instance of a restarted container")
 	assert.Empty(t, p.ContainerName("gone"), "an ID no container has: no name among two")
 
+	uid, ok := c.UID("ml", "trainer-0")
+	require.True(t, ok)
+	assert.Equal(t, "5fb5b359-2df7-421a-8b41-2a10445bd33c", uid)
+	uid, ok = c.UID("kube-system", "healthcheck-gpu-node-1")
+	require.True(t, ok)
+	assert.Equal(t, "75ac3abd1666de7567d19fee0c3a4b0e", uid, "a static pod's UID is the one in its cgroup")
+	_, ok = c.UID("ml", "unknown")
+	assert.False(t, ok)
+
 	p, ok = c.Lookup("75ac3abd1666de7567d19fee0c3a4b0e")
 	require.True(t, ok, "a static pod by the config hash its cgroup carries")
 	assert.Equal(t, "healthcheck-gpu-node-1", p.Name)

@@ -76,6 +76,24 @@ func (x *Index) Lookup(uid string) (Pod, bool) {
 	return p, ok
 }
 
+// UID returns the UID of the pod with that namespace and name, when the directory holds
+// exactly one such pod (a pod recreated under its name leaves its predecessor's directory
+// until the kubelet cleans it up: then it is not known which is which).
+func (x *Index) UID(namespace, name string) (string, bool) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if now := x.now(); now.Sub(x.readAt) >= x.refresh {
+		x.read(now)
+	}
+	uid, n := "", 0
+	for u, p := range x.byUID {
+		if p.Namespace == namespace && p.Name == name {
+			uid, n = u, n+1
+		}
+	}
+	return uid, n == 1
+}
+
 func (x *Index) read(now time.Time) {
 	x.readAt = now
 	entries, err := os.ReadDir(x.dir)

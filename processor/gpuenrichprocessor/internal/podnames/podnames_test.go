@@ -52,3 +52,19 @@ func TestContainerNameIsNeverGuessedAmongSeveral(t *testing.T) {
 	assert.Empty(t, known.ContainerName(""), "no container ID (a pod-level process)")
 	assert.Empty(t, one.ContainerName(""), "in the pod but in no container, even with one container")
 }
+
+func TestUIDByName(t *testing.T) {
+	dir := t.TempDir()
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, d := range []string{"ml_train-0_11111111-0000-4000-8000-000000000001", "ml_ranks-0_22222222-0000-4000-8000-000000000002", "ml_ranks-0_33333333-0000-4000-8000-000000000003"} {
+		require.NoError(t, os.MkdirAll(filepath.Join(dir, d, "main"), 0o755))
+	}
+	x := New(dir, time.Minute, func() time.Time { return now })
+	uid, ok := x.UID("ml", "train-0")
+	require.True(t, ok)
+	assert.Equal(t, "11111111-0000-4000-8000-000000000001", uid)
+	_, ok = x.UID("ml", "ranks-0")
+	assert.False(t, ok, "a recreated pod's two directories: not known which")
+	_, ok = x.UID("ml", "nope")
+	assert.False(t, ok)
+}
