@@ -111,8 +111,14 @@ bench-go:
 	go test -run '^$$' -bench . -benchmem $(GO_PKGS)
 
 ## bench-pipelines: whole pipelines side by side into real Prometheus (native vs dcgm-exporter exposition via Prometheus agent and via the collector; remote-write 1.0 vs 2.0 vs native OTLP into Prometheus 3); BENCH_WARMUP and BENCH_WINDOW tune it
-bench-pipelines: build
+bench-pipelines: build $(BIN)/otelcol-scrape
 	go test -tags "e2e benchpipelines" -count=1 -run "TestPipelinesSideBySide|TestFreshness|TestProtocolsSideBySide" -v -timeout 60m ./testbed/
+
+# Path c's collector: a stock build with the prometheus receiver, which the distribution
+# leaves out (tools/otelcol-scrape/builder-config.yaml; ~15 min cold on 2 cores).
+$(BIN)/otelcol-scrape: tools/otelcol-scrape/builder-config.yaml versions.mk | $(OCB)
+	$(OCB) --config tools/otelcol-scrape/builder-config.yaml
+	mv $(BIN)/otelcol-scrape-src/otelcol-scrape $@
 
 ## bench-gateway: OTLP from simulated 8-GPU agents through configs/gateway.yaml into real Prometheus: samples/s, loss, gateway CPU and RSS; BENCH_GATEWAY_AGENTS (default 100,1000), BENCH_GATEWAY_INTERVAL, BENCH_WARMUP and BENCH_WINDOW tune it
 bench-gateway: build

@@ -29,7 +29,6 @@ import (
 	filterprocessor "github.com/open-telemetry/opentelemetry-collector-contrib/processor/filterprocessor"
 	gpureceiver "github.com/otelcol-gpu/otelcol-gpu/receiver/gpureceiver"
 	otlpreceiver "go.opentelemetry.io/collector/receiver/otlpreceiver"
-	prometheusreceiver "github.com/open-telemetry/opentelemetry-collector-contrib/receiver/prometheusreceiver"
 )
 
 type aliasProvider interface{ DeprecatedAlias() component.Type }
@@ -73,7 +72,6 @@ func components() (otelcol.Factories, error) {
 	factories.Receivers, err = otelcol.MakeFactoryMap[receiver.Factory](
 		gpureceiver.NewFactory(),
 		otlpreceiver.NewFactory(),
-		prometheusreceiver.NewFactory(),
 	)
 	if err != nil {
 		return otelcol.Factories{}, err
@@ -81,7 +79,6 @@ func components() (otelcol.Factories, error) {
 	factories.ReceiverModules = makeModulesMap(factories.Receivers, map[component.Type]string{
 		gpureceiver.NewFactory().Type(): "github.com/otelcol-gpu/otelcol-gpu v0.0.0",
 		otlpreceiver.NewFactory().Type(): "go.opentelemetry.io/collector/receiver/otlpreceiver v0.161.0",
-		prometheusreceiver.NewFactory().Type(): "github.com/open-telemetry/opentelemetry-collector-contrib/receiver/prometheusreceiver v0.161.0",
 	})
 
 	factories.Exporters, err = otelcol.MakeFactoryMap[exporter.Factory](

@@ -200,14 +200,18 @@ service:
 `, interval, target, rw)
 }
 
-func startCollectorWith(t *testing.T, name, cfgTemplate string) *proc.Process {
+// startScrapeCollector runs path c's collector, bin/otelcol-scrape (a stock build with the
+// prometheus receiver, which otelcol-gpu leaves out; make bench-pipelines builds it).
+func startScrapeCollector(t *testing.T, name, cfgTemplate string) *proc.Process {
 	t.Helper()
 	health := fmt.Sprintf("127.0.0.1:%d", proc.FreePort(t))
 	path := filepath.Join(t.TempDir(), "config.yaml")
 	if err := os.WriteFile(path, []byte(fmt.Sprintf(cfgTemplate, health)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return proc.Collector(t, name, nil, []string{path}, health)
+	p := proc.Start(t, name, nil, proc.BuiltTool(t, "otelcol-scrape"), "--config", path)
+	p.WaitHTTP200(t, "http://"+health+"/", 60*time.Second)
+	return p
 }
 
 // benchSizes are the GPU counts and intervals to run (BENCH_GPUS, BENCH_INTERVALS).
@@ -282,7 +286,7 @@ func TestPipelinesSideBySide(t *testing.T) {
 				p.Stop()
 
 				p = prom.Start(t, "")
-				scraper := startCollectorWith(t, "collector-scrape", scrapeConfig(t, target, interval, p.RemoteWriteURL()))
+				scraper := startScrapeCollector(t, "collector-scrape", scrapeConfig(t, target, interval, p.RemoteWriteURL()))
 				run("c) dcgm ("+size.label+") + collector prometheus receiver", p, measure(t, p, scraper, warm, window))
 				scraper.Stop(10 * time.Second)
 				p.Stop()
