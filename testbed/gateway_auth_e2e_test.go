@@ -37,6 +37,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
+	"github.com/otelcol-gpu/otelcol-gpu/testbed/internal/agentsim"
 	"github.com/otelcol-gpu/otelcol-gpu/testbed/internal/proc"
 	"github.com/otelcol-gpu/otelcol-gpu/testbed/internal/prom"
 )
@@ -410,4 +411,36 @@ func keysOf[V any](m map[string]V) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// TestGatewayForwardsEverythingAnAgentSends: the gateway's filters (metric names, attribute
+// keys, value lengths) take nothing from what an agent really produces — one scrape of a
+// simulated 8-GPU node through gpu_enrich, sent as the agent sends it, becomes exactly the
+// series it would be without the gateway.
+func TestGatewayForwardsEverythingAnAgentSends(t *testing.T) {
+	p := prom.Start(t, "")
+	a := newGatewayAuth(t)
+	otlp, _ := startGateway(t, p.RemoteWriteURL(), a, nil, "processors::batch::timeout=1s")
+	md, err := agentsim.Payload(context.Background(), "dgxh100", "shared-gpu", 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	md = agentsim.ForAgent(md, 7)
+	promoted := []string{"host.name", "hw.*", "nvidia.*", "process.*", "k8s.*", "container.id", "slurm.*"}
+	want := agentsim.Series(md, promoted)
+	t.Logf("one scrape of 8 GPUs: %d series", want)
+	if got := export(t, otlp, md, a.dialOptions(a.token)...); got != codes.OK {
+		t.Fatalf("export: %s", got)
+	}
+	sel := fmt.Sprintf(`{host_name=%q}`, agentsim.HostName(7))
+	prom.Eventually(t, 60*time.Second, "every series of the payload", func() error {
+		got, err := p.Query("count(" + sel + ")")
+		if err != nil {
+			return err
+		}
+		if len(got) != 1 || int(got[0].Value) != want {
+			return fmt.Errorf("%v series for %s, want %d", got, sel, want)
+		}
+		return nil
+	})
 }
