@@ -88,6 +88,7 @@ build:
 generate: tools
 	cd receiver/gpureceiver && $(MDATAGEN) metadata.yaml
 	scripts/mdatagen-processor.sh $(MDATAGEN)
+	cd extension/drainextension && $(MDATAGEN) metadata.yaml
 	$(OCB) --config builder-config.yaml --skip-compilation
 	go run ./dashboards/gen -out dashboards
 	go run ./rules/gen -out rules

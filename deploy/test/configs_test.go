@@ -96,7 +96,8 @@ func TestConfigsValidate(t *testing.T) {
 
 // TestRemoteWriteWALIsOptIn: the shipped configs buffer remote-write in memory; the WAL
 // (contrib's retries a rejected request forever, contrib #41785) comes only from
-// deploy/config-overlays/remote-write-wal.yaml, which adds nothing else.
+// deploy/config-overlays/remote-write-wal.yaml, which adds nothing else but telling the drain
+// extension that unsent data stays on disk.
 func TestRemoteWriteWALIsOptIn(t *testing.T) {
 	prw := func(cfg map[string]any) map[string]any {
 		return cfg["exporters"].(map[string]any)["prometheus_remote_write"].(map[string]any)
@@ -107,8 +108,9 @@ func TestRemoteWriteWALIsOptIn(t *testing.T) {
 		}
 	}
 	overlay := loadYAML(t, "deploy/config-overlays/remote-write-wal.yaml")
-	if len(overlay) != 1 || len(overlay["exporters"].(map[string]any)) != 1 {
-		t.Errorf("remote-write-wal.yaml must set exporters.prometheus_remote_write only: %v", overlay)
+	drain := map[string]any{"drain": map[string]any{"on_disk": true}}
+	if len(overlay) != 2 || len(overlay["exporters"].(map[string]any)) != 1 || !reflect.DeepEqual(overlay["extensions"], drain) {
+		t.Errorf("remote-write-wal.yaml must set exporters.prometheus_remote_write and extensions.drain.on_disk only: %v", overlay)
 	}
 	wal, _ := prw(overlay)["wal"].(map[string]any)
 	if dir, _ := wal["directory"].(string); !strings.Contains(dir, "${env:OTELCOL_GPU_WAL_DIR") {

@@ -200,7 +200,8 @@ func TestHelmFullValues(t *testing.T) {
 				"insecure_skip_verify": false,
 				"server_name_override": "mimir.internal",
 			}}},
-			"otlp_http/extra": map[string]any{"endpoint": "https://otlp.example.com:4318", "compression": "gzip"},
+			"otlp_http/extra": map[string]any{"endpoint": "https://otlp.example.com:4318", "compression": "gzip",
+				"middlewares": []any{map[string]any{"id": "drain"}}},
 		},
 		"service": map[string]any{"pipelines": map[string]any{"metrics": map[string]any{
 			"exporters": []any{"prometheus_remote_write", "otlp_http/extra"},

@@ -257,6 +257,15 @@ func validateConfigs(t testing.TB, env map[string]string, files ...string) {
 // from Secrets are replaced by placeholders.
 func validatePod(t testing.TB, o *objects, spec corev1.PodSpec, configMapNames ...map[string]string) {
 	t.Helper()
+	files, env := podConfigs(t, o, spec)
+	validateConfigs(t, env, files...)
+}
+
+// podConfigs writes the config files a pod's first container would read into a temporary
+// directory and returns them in order, with the container's environment (placeholders for
+// the downward API and Secrets).
+func podConfigs(t testing.TB, o *objects, spec corev1.PodSpec) (files []string, env map[string]string) {
+	t.Helper()
 	c := spec.Containers[0]
 	// Volume name → ConfigMap.
 	cmByVolume := map[string]*corev1.ConfigMap{}
@@ -271,7 +280,6 @@ func validatePod(t testing.TB, o *objects, spec corev1.PodSpec, configMapNames .
 		}
 	}
 	dir := t.TempDir()
-	var files []string
 	for _, a := range c.Args {
 		path, ok := strings.CutPrefix(a, "--config=")
 		if !ok {
@@ -299,7 +307,7 @@ func validatePod(t testing.TB, o *objects, spec corev1.PodSpec, configMapNames .
 			t.Fatalf("--config=%s is not in a mounted ConfigMap", path)
 		}
 	}
-	env := map[string]string{}
+	env = map[string]string{}
 	for _, e := range c.Env {
 		switch {
 		case e.ValueFrom == nil:
@@ -310,7 +318,7 @@ func validatePod(t testing.TB, o *objects, spec corev1.PodSpec, configMapNames .
 			env[e.Name] = "placeholder-secret"
 		}
 	}
-	validateConfigs(t, env, files...)
+	return files, env
 }
 
 func keys[V any](m map[string]V) []string {

@@ -41,6 +41,9 @@ type otelCollector struct {
 		LivenessProbe           *operatorProbe              `json:"livenessProbe"`
 		ReadinessProbe          *operatorProbe              `json:"readinessProbe"`
 		Config                  map[string]any              `json:"config"`
+		// Kubernetes' default (30 s) is what the agent's flush timeout is sized for; stated
+		// so that a change to one is seen next to the other.
+		TerminationGracePeriodSeconds *int64 `json:"terminationGracePeriodSeconds"`
 	} `json:"spec"`
 }
 
@@ -103,6 +106,7 @@ func TestOperatorCollector(t *testing.T) {
 	same("tolerations", cr.Spec.Tolerations, base.Tolerations)
 	same("resources", cr.Spec.Resources, bc.Resources)
 	same("priorityClassName", cr.Spec.PriorityClassName, base.PriorityClassName)
+	same("terminationGracePeriodSeconds", cr.Spec.TerminationGracePeriodSeconds, base.TerminationGracePeriodSeconds)
 	var baseMounts []corev1.VolumeMount
 	for _, m := range bc.VolumeMounts {
 		if m.Name != "config" { // the operator mounts the config itself

@@ -147,6 +147,10 @@ gateway mode): TLS towards the remote-write endpoint and the extra OTLP exporter
 {{- if $x.insecure -}}
 {{- $_ := set $cfg "tls" (dict "insecure" true) -}}
 {{- end -}}
+{{- /* Shutdown bounded by the drain extension, as remote-write (otlp_grpc stops by itself). */ -}}
+{{- if eq $x.protocol "http" -}}
+{{- $_ := set $cfg "middlewares" (list (dict "id" "drain")) -}}
+{{- end -}}
 {{- $_ := set $exporters $id $cfg -}}
 {{- $_ := set $service "pipelines" (dict "metrics" (dict "exporters" (list "prometheus_remote_write" $id))) -}}
 {{- end -}}
