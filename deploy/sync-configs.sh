@@ -26,9 +26,14 @@ for overlay in remote-write-auth-basic remote-write-auth-bearer remote-write-tls
   for dir in deploy/kubernetes/base deploy/kubernetes/gateway deploy/helm/otelcol-gpu/files; do
     # The chart writes its TLS settings from values (remoteWrite.tls) instead.
     [[ $overlay == remote-write-tls && $dir == deploy/helm/* ]] && continue
-    copies+=("deploy/config-overlays/$overlay.yaml $dir/$overlay.yaml")
+    src=deploy/config-overlays/$overlay.yaml
+    # The gateway's bearer overlay keeps its agents' authenticator in the extension list;
+    # under the agent's file name, so that one kustomize component serves both.
+    [[ $overlay == remote-write-auth-bearer && $dir == deploy/kubernetes/gateway ]] && src=deploy/config-overlays/remote-write-auth-bearer-gateway.yaml
+    copies+=("$src $dir/$overlay.yaml")
   done
 done
+copies+=("deploy/config-overlays/remote-write-auth-bearer-gateway.yaml deploy/helm/otelcol-gpu/files/remote-write-auth-bearer-gateway.yaml")
 
 stale=0
 for pair in "${copies[@]}"; do

@@ -19,7 +19,7 @@ func TestCredentialsInClearAreRefused(t *testing.T) {
 	root := repoRoot(t)
 	cfg := func(rel string) string { return filepath.Join(root, rel) }
 	basic := []string{cfg("configs/agent.yaml"), cfg("deploy/config-overlays/remote-write-auth-basic.yaml")}
-	bearer := []string{cfg("configs/gateway.yaml"), cfg("deploy/config-overlays/remote-write-auth-bearer.yaml")}
+	bearer := []string{cfg("configs/gateway.yaml"), cfg("deploy/config-overlays/remote-write-auth-bearer-gateway.yaml")}
 	for _, tc := range []struct {
 		name    string
 		files   []string

@@ -334,3 +334,25 @@ func TestHelmNonRoot(t *testing.T) {
 	checkAgentPod(t, spec, agentExpect{nonRoot: true, processes: true, procRoot: "/host/proc"})
 	validatePod(t, o, spec)
 }
+
+// TestHelmGatewayBearer: bearer auth on the gateway's remote-write merges the gateway's
+// variant of the overlay, whose extension list keeps bearertokenauth/agents (the agents'
+// token on the OTLP receiver); the agent's variant would leave the gateway unable to start.
+func TestHelmGatewayBearer(t *testing.T) {
+	o := helmTemplateValues(t, map[string]any{
+		"remoteWrite": map[string]any{
+			"url":  "https://mimir.example.com/api/v1/push",
+			"auth": map[string]any{"type": "bearer", "existingSecret": "mimir-token"},
+		},
+		"gateway": map[string]any{"enabled": true},
+	})
+	gspec := o.deployment(t, "otelcol-gpu-gateway").Spec.Template.Spec
+	want := "--config=/etc/otelcol-gpu/config/remote-write-auth-bearer-gateway.yaml"
+	if !slices.Contains(gspec.Containers[0].Args, want) {
+		t.Errorf("gateway args = %q, want %s", gspec.Containers[0].Args, want)
+	}
+	if o.configMaps["otelcol-gpu-gateway"].Data["remote-write-auth-bearer-gateway.yaml"] != string(readRepoFile(t, "deploy/config-overlays/remote-write-auth-bearer-gateway.yaml")) {
+		t.Error("the gateway's bearer overlay differs from deploy/config-overlays: run deploy/sync-configs.sh")
+	}
+	validatePod(t, o, gspec)
+}

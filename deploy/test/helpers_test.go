@@ -249,6 +249,7 @@ func validateConfigs(t testing.TB, env map[string]string, files ...string) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("otelcol-gpu %s: %v\n%s\nenvironment: %v", strings.Join(args, " "), err, out, cmd.Env)
 	}
+	checkExtensionsStarted(t, files...)
 }
 
 // validatePod writes the config files a pod's first container would read (its --config

@@ -294,8 +294,13 @@ label its self-metrics with it); the collector refuses both too (converter/crede
 {{- if include "otelcol-gpu.remoteWriteOverrides" . -}}
 {{- $files = append $files "overrides.yaml" -}}
 {{- end -}}
-{{- if include "otelcol-gpu.authFile" . -}}
-{{- $files = append $files (include "otelcol-gpu.authFile" .) -}}
+{{- $auth := include "otelcol-gpu.authFile" . -}}
+{{- if eq $auth "remote-write-auth-bearer.yaml" -}}
+{{- /* The gateway's variant keeps bearertokenauth/agents in the extension list. */ -}}
+{{- $auth = "remote-write-auth-bearer-gateway.yaml" -}}
+{{- end -}}
+{{- if $auth -}}
+{{- $files = append $files $auth -}}
 {{- end -}}
 {{- if include "otelcol-gpu.walFile" . -}}
 {{- $files = append $files (include "otelcol-gpu.walFile" .) -}}
