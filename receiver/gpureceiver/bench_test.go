@@ -31,7 +31,7 @@ func benchScrape(b *testing.B, cfg *Config, scenario string) {
 	s := newGPUScraperB(b, cfg, sim, clock)
 	defer func() { _ = s.shutdown(context.Background()) }()
 	for range 2 { // prime interval state and caches
-		clock.Advance(10 * time.Second)
+		clock.Step(10 * time.Second)
 		_, _ = s.scrape(context.Background())
 	}
 
@@ -40,7 +40,7 @@ func benchScrape(b *testing.B, cfg *Config, scenario string) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {
-		clock.Advance(10 * time.Second)
+		clock.Step(10 * time.Second)
 		md, err := s.scrape(context.Background())
 		require.NoError(b, err)
 		b.StopTimer()

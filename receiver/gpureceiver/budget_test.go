@@ -92,7 +92,7 @@ func measureBudget(t *testing.T, cfg *Config, system, scenario string) budgetRun
 	// Two scrapes prime the interval state (GPM sample pairs, the MIG mode, what a GPU
 	// does not support).
 	for range 2 {
-		clock.Advance(10 * time.Second)
+		clock.Step(10 * time.Second)
 		_, err := s.scrape(context.Background())
 		require.NoError(t, err)
 	}
@@ -100,7 +100,7 @@ func measureBudget(t *testing.T, cfg *Config, system, scenario string) budgetRun
 	const scrapes = 12 // two minutes: what is read once a minute counts too
 	var md pmetric.Metrics
 	for range scrapes {
-		clock.Advance(10 * time.Second)
+		clock.Step(10 * time.Second)
 		var err error
 		md, err = s.scrape(context.Background())
 		require.NoError(t, err)

@@ -63,7 +63,7 @@ func TestOptInValuesAreNotReadFromNVML(t *testing.T) {
 		sim := newSim(t, "dgxh100", "steady-training", clock)
 		s := startedScraper(t, c.cfg, sim, clock)
 		for range 3 {
-			clock.Advance(10 * time.Second)
+			clock.Step(10 * time.Second)
 			_, err := s.scrape(context.Background())
 			require.NoError(t, err)
 		}
@@ -103,7 +103,7 @@ func TestPowerFromFieldsOrTheDedicatedCalls(t *testing.T) {
 	clock := newFakeClock()
 	sim := newSim(t, "dgxh100", "power-capped", clock)
 	s := startedScraper(t, testConfig(), sim, clock)
-	clock.Advance(10 * time.Second)
+	clock.Step(10 * time.Second)
 	md, err := s.scrape(context.Background())
 	require.NoError(t, err)
 	for _, gpu := range gpuResources(md) {
@@ -136,11 +136,11 @@ func TestUtilizationFromGPMWhereTheGPUHasIt(t *testing.T) {
 		clock := newFakeClock()
 		sim := newSim(t, c.system, "steady-training", clock)
 		s := startedScraper(t, testConfig(), sim, clock)
-		clock.Advance(20 * time.Second)
+		clock.Step(20 * time.Second)
 		_, err := s.scrape(context.Background())
 		require.NoError(t, err)
 		before := sim.Calls()["DeviceGetSamples"]
-		clock.Advance(10 * time.Second)
+		clock.Step(10 * time.Second)
 		md, err := s.scrape(context.Background())
 		require.NoError(t, err)
 		assert.Equal(t, 8*c.samplesPerGP, sim.Calls()["DeviceGetSamples"]-before, "%s: sample-buffer reads per scrape", c.system)
@@ -157,13 +157,13 @@ func TestUtilizationFromGPMWhereTheGPUHasIt(t *testing.T) {
 	clock := newFakeClock()
 	sim := newSim(t, "dgxh100", "memory-leak", clock)
 	s := startedScraper(t, testConfig(), sim, clock)
-	clock.Advance(30 * time.Second)
+	clock.Step(30 * time.Second)
 	_, _ = s.scrape(context.Background())
 	dev, _ := sim.DeviceGetHandleByIndex(0)
 	_, samples, ret := dev.GetSamples(nvml.GPU_UTILIZATION_SAMPLES, s.devices[0].lastSampleTS[nvml.GPU_UTILIZATION_SAMPLES])
 	require.Equal(t, nvml.SUCCESS, ret)
 	start := uint64(clock.Now().UnixMicro())
-	clock.Advance(10 * time.Second)
+	clock.Step(10 * time.Second)
 	md, err := s.scrape(context.Background())
 	require.NoError(t, err)
 	_, samples, _ = dev.GetSamples(nvml.GPU_UTILIZATION_SAMPLES, start)
@@ -205,7 +205,7 @@ func TestMIGLayoutChangesAreFollowed(t *testing.T) {
 	s := startedScraper(t, testConfig(), sim, clock)
 	step := func() pmetric.Metrics {
 		t.Helper()
-		clock.Advance(10 * time.Second)
+		clock.Step(10 * time.Second)
 		md, err := s.scrape(context.Background())
 		require.NoError(t, err)
 		return md

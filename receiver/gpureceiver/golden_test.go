@@ -51,9 +51,9 @@ func TestScrapeGolden(t *testing.T) {
 				sim := newSim(t, system, scenario, clock)
 				s := startedScraper(t, set.cfg(t), sim, clock)
 
-				clock.Advance(50 * time.Second)
+				clock.Step(50 * time.Second)
 				_, _ = s.scrape(context.Background())
-				clock.Advance(10 * time.Second)
+				clock.Step(10 * time.Second)
 				waitForXIDs(t, s, sim)
 				md, _ := s.scrape(context.Background()) // gpu-lost: a partial error, checked elsewhere
 

@@ -2,7 +2,6 @@ package gpureceiver
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,31 +13,18 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/receiver/receivertest"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/otelcol-gpu/otelcol-gpu/internal/gpusim"
 	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpureceiver/internal/metadata"
 )
 
-// fakeClock is a settable clock shared by the simulator and the receiver.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
+// fakeClock is a settable clock shared by the simulator and the receiver (as in the
+// processor's tests).
+type fakeClock = clocktesting.FakeClock
 
 func newFakeClock() *fakeClock {
-	return &fakeClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
+	return clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 }
 
 func testConfig() *Config {

@@ -25,7 +25,7 @@ func TestMinorNumberOnGPUMIGAndProcessResources(t *testing.T) {
 	clock := newFakeClock()
 	sim := newSim(t, "dgxh100", "mig", clock)
 	s := startedScraper(t, testConfig(), sim, clock)
-	clock.Advance(10 * time.Second)
+	clock.Step(10 * time.Second)
 	md, err := s.scrape(context.Background())
 	require.NoError(t, err)
 

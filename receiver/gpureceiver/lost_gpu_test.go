@@ -14,7 +14,7 @@ func TestLostGPUDoesNotStopTheOthers(t *testing.T) {
 	clock := newFakeClock()
 	sim := newSim(t, "dgxh100", "steady-training", clock)
 	s := startedScraper(t, testConfig(), sim, clock)
-	clock.Advance(10 * time.Second)
+	clock.Step(10 * time.Second)
 
 	healthy, err := s.scrape(context.Background())
 	require.NoError(t, err)
@@ -22,7 +22,7 @@ func TestLostGPUDoesNotStopTheOthers(t *testing.T) {
 	lostUUID := s.devices[3].uuid
 
 	sim.SetLost(3, true)
-	clock.Advance(10 * time.Second)
+	clock.Step(10 * time.Second)
 	md, err := s.scrape(context.Background())
 	require.Error(t, err)
 	assert.True(t, scrapererror.IsPartialScrapeError(err), "a lost GPU is a partial failure, not a failed scrape")
@@ -49,7 +49,7 @@ func TestLostGPUDoesNotStopTheOthers(t *testing.T) {
 
 	// It comes back: it reports normally again, no restart needed.
 	sim.SetLost(3, false)
-	clock.Advance(10 * time.Second)
+	clock.Step(10 * time.Second)
 	md, err = s.scrape(context.Background())
 	require.NoError(t, err)
 	_, ok := findMetric(gpuResources(md)[lostUUID], "hw.gpu.utilization")
@@ -70,12 +70,12 @@ func TestLostGPUIsFoundAgainByReinitialisingNVML(t *testing.T) {
 	waitForXIDs(t, s, sim)
 
 	sim.SetLost(3, true)
-	clock.Advance(10 * time.Second)
+	clock.Step(10 * time.Second)
 	_, err := s.scrape(context.Background())
 	require.Error(t, err)
 	shutdowns := sim.Calls()["Shutdown"]
 
-	clock.Advance(rediscoverAfter + time.Second)
+	clock.Step(rediscoverAfter + time.Second)
 	md, _ := s.scrape(context.Background())
 	assert.Greater(t, sim.Calls()["Shutdown"], shutdowns, "NVML was re-initialised")
 	lost := gpuResources(md)[lostUUID]
@@ -83,9 +83,9 @@ func TestLostGPUIsFoundAgainByReinitialisingNVML(t *testing.T) {
 	assert.Len(t, gpuResources(md), 8)
 
 	sim.SetLost(3, false)
-	clock.Advance(rediscoverAfter + time.Second)
+	clock.Step(rediscoverAfter + time.Second)
 	_, _ = s.scrape(context.Background()) // re-initialises again and finds it
-	clock.Advance(10 * time.Second)
+	clock.Step(10 * time.Second)
 	md, err = s.scrape(context.Background())
 	require.NoError(t, err)
 	back := gpuResources(md)[lostUUID]

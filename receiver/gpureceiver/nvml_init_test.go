@@ -48,11 +48,11 @@ func TestInitFailureCallsNothingElseAndRetriesWithBackoff(t *testing.T) {
 	// Back-off doubles: retries at +10s, then +20s later, then +40s (the maximum), then +40s.
 	for _, wait := range []time.Duration{10 * time.Second, 20 * time.Second, 40 * time.Second, 40 * time.Second} {
 		calls := len(lib.InitCalls())
-		clock.Advance(wait - time.Second)
+		clock.Step(wait - time.Second)
 		_, err = s.scrape(context.Background())
 		require.NoError(t, err)
 		require.Len(t, lib.InitCalls(), calls, "no retry before the back-off delay")
-		clock.Advance(time.Second)
+		clock.Step(time.Second)
 		_, err = s.scrape(context.Background())
 		require.NoError(t, err)
 		require.Len(t, lib.InitCalls(), calls+1, "retry once the back-off delay passed")

@@ -78,7 +78,7 @@ func TestUtilizationFallsBackAndStopsAskingForUnsupportedSamples(t *testing.T) {
 	s := startedScraper(t, testConfig(), lib, clock)
 
 	for range 3 {
-		clock.Advance(10 * time.Second)
+		clock.Step(10 * time.Second)
 		md, err := s.scrape(context.Background())
 		require.NoError(t, err, "NOT_SUPPORTED is a normal answer, not an error")
 		gpu := gpuResources(md)["GPU-11111111-2222-3333-4444-555555555555"]
@@ -98,7 +98,7 @@ func TestOldDriverWithoutMemoryInfoV2(t *testing.T) {
 	sim := newSim(t, "dgxa100", "steady-training", clock)
 	sim.SetSymbolMissing("nvmlDeviceGetMemoryInfo_v2", true)
 	s := startedScraper(t, testConfig(), sim, clock)
-	clock.Advance(10 * time.Second)
+	clock.Step(10 * time.Second)
 
 	md, err := s.scrape(context.Background())
 	require.NoError(t, err)

@@ -24,9 +24,9 @@ func scrapeWith(t *testing.T, cfg *Config, system, scenario string, at time.Dura
 	clock := newFakeClock()
 	sim := newSim(t, system, scenario, clock)
 	s := startedScraper(t, cfg, sim, clock)
-	clock.Advance(at - 10*time.Second)
+	clock.Step(at - 10*time.Second)
 	_, _ = s.scrape(context.Background())
-	clock.Advance(10 * time.Second)
+	clock.Step(10 * time.Second)
 	waitForXIDs(t, s, sim)
 	md, err := s.scrape(context.Background())
 	return s, clock, pmetricResult{md: md, err: err}
@@ -75,7 +75,7 @@ func TestXIDEventsAreCountedExactlyOncePerCode(t *testing.T) {
 	// 13 and 31 are usually the application's fault and leave GPU 0 ok.
 	assert.Equal(t, 1.0, pointValue(t, g2, "hw.status", map[string]string{"hw.state": "failed"}))
 	assert.Equal(t, 1.0, pointValue(t, g0, "hw.status", map[string]string{"hw.state": "ok"}))
-	clock.Advance(healthWindow + time.Second)
+	clock.Step(healthWindow + time.Second)
 	md, err = s.scrape(context.Background())
 	require.NoError(t, err)
 	assert.Equal(t, 1.0, pointValue(t, gpuResources(md)[s.devices[2].uuid], "hw.status", map[string]string{"hw.state": "ok"}))
@@ -131,7 +131,7 @@ func TestShutdownStopsTheXIDGoroutine(t *testing.T) {
 	sim := newSim(t, "dgxb200", "xid-storm", clock)
 	s := newGPUScraperForTest(t, sim, clock)
 	require.NotNil(t, s.xids)
-	clock.Advance(30 * time.Second) // the storm is raging
+	clock.Step(30 * time.Second) // the storm is raging
 	time.Sleep(20 * time.Millisecond)
 	require.NoError(t, s.shutdown(context.Background()))
 	goleak.VerifyNone(t)
@@ -147,12 +147,12 @@ func TestGPULostScenarioFailsOneGPUAndRecovers(t *testing.T) {
 	status := func(md pmetricResult, uuid, state string) float64 {
 		return pointValue(t, gpuResources(md.md)[uuid], "hw.status", map[string]string{"hw.state": state})
 	}
-	clock.Advance(10 * time.Second)
+	clock.Step(10 * time.Second)
 	md, err := s.scrape(context.Background())
 	require.NoError(t, err)
 	assert.Equal(t, 1.0, status(pmetricResult{md: md}, lostUUID, "ok"))
 
-	clock.Advance(15 * time.Second) // t=25 s: GPU 3 is off the bus
+	clock.Step(15 * time.Second) // t=25 s: GPU 3 is off the bus
 	waitForXIDs(t, s, sim)
 	md, err = s.scrape(context.Background())
 	require.Error(t, err)
@@ -166,7 +166,7 @@ func TestGPULostScenarioFailsOneGPUAndRecovers(t *testing.T) {
 	}
 	assert.Equal(t, 1.0, pointValue(t, gpuResources(md)[lostUUID], "nvidia.gpu.xid.errors", map[string]string{"nvidia.gpu.xid": "79"}))
 
-	clock.Advance(20 * time.Second) // t=45 s: back on the bus
+	clock.Step(20 * time.Second) // t=45 s: back on the bus
 	md, err = s.scrape(context.Background())
 	require.NoError(t, err)
 	_, ok := findMetric(gpuResources(md)[lostUUID], "hw.power")
