@@ -51,3 +51,24 @@ func Value(dp pmetric.NumberDataPoint) float64 {
 	}
 	return dp.DoubleValue()
 }
+
+// SeriesPerMetric counts a resource's series by metric name: one per data point that
+// holds a value (an end-of-series marker, flagged NoRecordedValue, is none).
+func SeriesPerMetric(rm pmetric.ResourceMetrics) map[string]int {
+	out := map[string]int{}
+	EachPoint(rm, func(name string, dp pmetric.NumberDataPoint) {
+		if !dp.Flags().NoRecordedValue() {
+			out[name]++
+		}
+	})
+	return out
+}
+
+// Total sums SeriesPerMetric's counts.
+func Total(perMetric map[string]int) int {
+	n := 0
+	for _, v := range perMetric {
+		n += v
+	}
+	return n
+}

@@ -35,11 +35,9 @@ func agentSeriesPerGPU(t *testing.T, system string) (receiver, enrich map[string
 		if sm.Scope().Name() == metadata.ScopeName {
 			into = enrich
 		}
-		pdatawalk.EachPoint(pmetricOf(sm), func(name string, dp pmetric.NumberDataPoint) {
-			if !dp.Flags().NoRecordedValue() {
-				into[name]++
-			}
-		})
+		for name, n := range pdatawalk.SeriesPerMetric(pmetricOf(sm)) {
+			into[name] += n
+		}
 	}
 	return receiver, enrich
 }
@@ -49,14 +47,6 @@ func pmetricOf(sm pmetric.ScopeMetrics) pmetric.ResourceMetrics {
 	rm := pmetric.NewResourceMetrics()
 	sm.CopyTo(rm.ScopeMetrics().AppendEmpty())
 	return rm
-}
-
-func sum(m map[string]int) int {
-	n := 0
-	for _, v := range m {
-		n += v
-	}
-	return n
 }
 
 // TestAgentSeriesBudget holds what the agent writes per GPU by default — the receiver's
@@ -83,8 +73,8 @@ func TestAgentSeriesBudget(t *testing.T) {
 	var enrichH100 map[string]int
 	for _, system := range []string{"dgxa100", "dgxh100", "dgxh200", "dgxb200"} {
 		rec, enr := agentSeriesPerGPU(t, system)
-		total := sum(rec) + sum(enr)
-		p("| %s | %d | %d | **%d** |", system, sum(rec), sum(enr), total)
+		total := pdatawalk.Total(rec) + pdatawalk.Total(enr)
+		p("| %s | %d | %d | **%d** |", system, pdatawalk.Total(rec), pdatawalk.Total(enr), total)
 		if system == "dgxh100" {
 			enrichH100 = enr
 			assert.LessOrEqual(t, total, 40, "the agent's default series per H100 (receiver %v, gpu_enrich %v)", rec, enr)

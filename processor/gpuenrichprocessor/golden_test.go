@@ -6,11 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/golden"
-	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/pdatatest/pmetrictest"
-	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
+	"github.com/otelcol-gpu/otelcol-gpu/internal/gentest"
 	"github.com/otelcol-gpu/otelcol-gpu/processor/gpuenrichprocessor/internal/metadata"
 )
 
@@ -50,15 +48,7 @@ func TestDerivedSignalsGolden(t *testing.T) {
 			h := newHarness(t, "dgxh100", scenario, testConfig(), sharedSources)
 			md := derivedOnly(h.run(12, 10*time.Second))
 			path := filepath.Join("testdata", "golden", scenario+".yaml")
-			if *update {
-				require.NoError(t, golden.WriteMetrics(t, path, md))
-			}
-			want, err := golden.ReadMetrics(path)
-			require.NoError(t, err)
-			require.NoError(t, pmetrictest.CompareMetrics(want, md,
-				pmetrictest.IgnoreResourceMetricsOrder(), pmetrictest.IgnoreMetricsOrder(),
-				pmetrictest.IgnoreMetricDataPointsOrder(), pmetrictest.IgnoreTimestamp(),
-				pmetrictest.IgnoreStartTimestamp()))
+			gentest.GoldenMetrics(t, path, *update, md)
 		})
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/otelcol-gpu/otelcol-gpu/internal/pdatawalk"
 	"github.com/stretchr/testify/require"
 )
 
@@ -48,7 +49,7 @@ func benchScrape(b *testing.B, cfg *Config, scenario string) {
 		for i := 0; i < md.ResourceMetrics().Len(); i++ {
 			rm := md.ResourceMetrics().At(i)
 			if resourceKind(rm.Resource().Attributes()) == "gpu" {
-				series += total(seriesCount(rm))
+				series += pdatawalk.Total(pdatawalk.SeriesPerMetric(rm))
 				gpus++
 			}
 		}

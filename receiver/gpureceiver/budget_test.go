@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/otelcol-gpu/otelcol-gpu/internal/pdatawalk"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -44,32 +45,6 @@ func resourceKind(a pcommon.Map) string {
 		return "gpu"
 	}
 	return "host"
-}
-
-// seriesCount counts data points (one series each) per metric of a resource.
-func seriesCount(rm pmetric.ResourceMetrics) map[string]int {
-	out := map[string]int{}
-	for i := 0; i < rm.ScopeMetrics().Len(); i++ {
-		ms := rm.ScopeMetrics().At(i).Metrics()
-		for j := 0; j < ms.Len(); j++ {
-			m := ms.At(j)
-			switch m.Type() {
-			case pmetric.MetricTypeGauge:
-				out[m.Name()] += m.Gauge().DataPoints().Len()
-			case pmetric.MetricTypeSum:
-				out[m.Name()] += m.Sum().DataPoints().Len()
-			}
-		}
-	}
-	return out
-}
-
-func total(by map[string]int) int {
-	n := 0
-	for _, v := range by {
-		n += v
-	}
-	return n
 }
 
 // budgetRun is what one simulated system costs with one configuration.
@@ -111,7 +86,7 @@ func measureBudget(t *testing.T, cfg *Config, system, scenario string) budgetRun
 	for i := 0; i < md.ResourceMetrics().Len(); i++ {
 		rm := md.ResourceMetrics().At(i)
 		a := rm.Resource().Attributes()
-		by := seriesCount(rm)
+		by := pdatawalk.SeriesPerMetric(rm)
 		switch resourceKind(a) {
 		case "host":
 			run.host = by
@@ -164,7 +139,7 @@ func TestMetricsBudget(t *testing.T) {
 	}
 
 	h100 := runs["dgxh100/steady-training"]["default"]
-	assert.LessOrEqual(t, total(h100.gpu), seriesBudget, "series per H100 by default: %v", h100.gpu)
+	assert.LessOrEqual(t, pdatawalk.Total(h100.gpu), seriesBudget, "series per H100 by default: %v", h100.gpu)
 	for _, sys := range budgetSystems {
 		run := runs[sys.system+"/steady-training"]["default"]
 		assert.LessOrEqual(t, run.calls, float64(callBudget), "NVML calls per %s per scrape", sys.name)
@@ -202,10 +177,10 @@ func budgetDocument(runs map[string]map[string]budgetRun) string {
 	p("|---|---|---|---|---|---|")
 	for _, sys := range budgetSystems {
 		d, f := runs[sys.system+"/steady-training"]["default"], runs[sys.system+"/steady-training"]["full"]
-		p("| %s | %s | %d | %d | %.1f | %.1f |", sys.name, d.model, total(d.gpu), total(f.gpu), d.calls, f.calls)
+		p("| %s | %s | %d | %d | %.1f | %.1f |", sys.name, d.model, pdatawalk.Total(d.gpu), pdatawalk.Total(f.gpu), d.calls, f.calls)
 	}
 	p("")
-	p("Besides its GPUs, a node has %d series of its own (%s).", total(runs["dgxh100/steady-training"]["default"].host),
+	p("Besides its GPUs, a node has %d series of its own (%s).", pdatawalk.Total(runs["dgxh100/steady-training"]["default"].host),
 		strings.Join(sortedKeys(runs["dgxh100/steady-training"]["default"].host), ", "))
 	p("")
 	p("## Processes and MIG")
@@ -219,8 +194,8 @@ func budgetDocument(runs map[string]map[string]budgetRun) string {
 	for _, sys := range budgetSystems {
 		s := runs[sys.system+"/steady-training"]
 		m := runs[sys.system+"/mig"]
-		p("| %s | %d | %d | %d | %d | %d | %d | %.1f | %.1f |", sys.name, total(s["default"].process), total(s["full"].process),
-			total(m["default"].migGPU), total(m["full"].migGPU), total(m["default"].mig), total(m["full"].mig),
+		p("| %s | %d | %d | %d | %d | %d | %d | %.1f | %.1f |", sys.name, pdatawalk.Total(s["default"].process), pdatawalk.Total(s["full"].process),
+			pdatawalk.Total(m["default"].migGPU), pdatawalk.Total(m["full"].migGPU), pdatawalk.Total(m["default"].mig), pdatawalk.Total(m["full"].mig),
 			m["default"].calls, m["full"].calls)
 	}
 	p("")
@@ -242,7 +217,7 @@ func budgetDocument(runs map[string]map[string]budgetRun) string {
 	for _, n := range names {
 		p("| `%s` | %s | %d |", n, dash(d[n]), f[n])
 	}
-	p("| **total** | **%d** | **%d** |", total(d), total(f))
+	p("| **total** | **%d** | **%d** |", pdatawalk.Total(d), pdatawalk.Total(f))
 	return b.String()
 }
 

@@ -7,10 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/golden"
-	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/pdatatest/pmetrictest"
-	"github.com/stretchr/testify/require"
-
+	"github.com/otelcol-gpu/otelcol-gpu/internal/gentest"
 	"github.com/otelcol-gpu/otelcol-gpu/internal/gpusim"
 )
 
@@ -58,16 +55,7 @@ func TestScrapeGolden(t *testing.T) {
 				md, _ := s.scrape(context.Background()) // gpu-lost: a partial error, checked elsewhere
 
 				path := filepath.Join("testdata", "golden", set.dir, system+"-"+scenario+".yaml")
-				if *update {
-					require.NoError(t, golden.WriteMetrics(t, path, md))
-				}
-				want, err := golden.ReadMetrics(path)
-				require.NoError(t, err)
-				// The golden writer sorts and normalises timestamps; values must match exactly.
-				require.NoError(t, pmetrictest.CompareMetrics(want, md,
-					pmetrictest.IgnoreResourceMetricsOrder(), pmetrictest.IgnoreMetricsOrder(),
-					pmetrictest.IgnoreMetricDataPointsOrder(), pmetrictest.IgnoreTimestamp(),
-					pmetrictest.IgnoreStartTimestamp()))
+				gentest.GoldenMetrics(t, path, *update, md)
 			})
 		}
 	}

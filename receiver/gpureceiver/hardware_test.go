@@ -21,6 +21,7 @@ import (
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/receiver/receivertest"
 
+	"github.com/otelcol-gpu/otelcol-gpu/internal/pdatawalk"
 	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpureceiver/internal/metadata"
 	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpureceiver/internal/nvmlclient"
 )
@@ -199,8 +200,8 @@ func TestHardwareDefaultSetAndItsSources(t *testing.T) {
 	md, err := s.scrape(context.Background())
 	require.NoError(t, err)
 	for uuid, gpu := range gpuResources(md) {
-		by := seriesCount(gpu)
-		t.Logf("GPU %s: %d series by default: %v", uuid, total(by), by)
+		by := pdatawalk.SeriesPerMetric(gpu)
+		t.Logf("GPU %s: %d series by default: %v", uuid, pdatawalk.Total(by), by)
 		if v, ok := findMetric(gpu, "hw.gpu.utilization"); ok {
 			t.Logf("hw.gpu.utilization points: %d (GPM read: %v)", v.Gauge().DataPoints().Len(), s.devices[0].static.gpmSupported)
 		}
