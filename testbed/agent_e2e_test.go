@@ -9,12 +9,25 @@ import (
 	"testing"
 	"time"
 
+	"github.com/otelcol-gpu/otelcol-gpu/internal/fakekubelet"
 	"github.com/otelcol-gpu/otelcol-gpu/testbed/internal/proc"
 	"github.com/otelcol-gpu/otelcol-gpu/testbed/internal/prom"
 )
 
 // identityLabels must be on every GPU series in Prometheus.
 var identityLabels = []string{"host_name", "hw_id", "nvidia_gpu_index", "hw_model", "nvidia_gpu_pci_bus_id", "hw_driver_version"}
+
+// startFakeKubelet serves the pod-resources API on socket with pods and the node's
+// allocatable devices until the test ends.
+func startFakeKubelet(t *testing.T, socket string, pods []fakekubelet.Pod, allocatable []fakekubelet.Devices) *fakekubelet.Server {
+	t.Helper()
+	srv, err := fakekubelet.Start(socket, pods, allocatable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Stop)
+	return srv
+}
 
 // agentNode is where an agent finds the node's kubelet and processes; zero values point at
 // nothing (no kubelet, an empty /proc), so GPUs flow unattributed.

@@ -65,11 +65,7 @@ func allocatedNode(t *testing.T, system string) agentNode {
 		}})
 	}
 	socket := filepath.Join(dir, "kubelet.sock")
-	srv, err := fakekubelet.Start(socket, pods, []fakekubelet.Devices{{ResourceName: "nvidia.com/gpu", DeviceIDs: uuids}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Stop)
+	startFakeKubelet(t, socket, pods, []fakekubelet.Devices{{ResourceName: "nvidia.com/gpu", DeviceIDs: uuids}})
 	return agentNode{kubeletSocket: socket}
 }
 

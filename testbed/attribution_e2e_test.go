@@ -55,14 +55,10 @@ func fakeNode(t *testing.T, uuids []string) agentNode {
 			{Name: "server", Devices: []fakekubelet.Devices{{ResourceName: "nvidia.com/gpu.shared", DeviceIDs: []string{fmt.Sprintf("%s::%d", uuids[0], j)}}}},
 		}})
 	}
-	srv, err := fakekubelet.Start(node.kubeletSocket, pods, []fakekubelet.Devices{
+	startFakeKubelet(t, node.kubeletSocket, pods, []fakekubelet.Devices{
 		{ResourceName: "nvidia.com/gpu", DeviceIDs: uuids[1:]},
 		{ResourceName: "nvidia.com/gpu.shared", DeviceIDs: []string{uuids[0] + "::0", uuids[0] + "::1", uuids[0] + "::2", uuids[0] + "::3"}},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Stop)
 
 	cgroupOf := func(uid, container string) string {
 		return fmt.Sprintf("0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod%s.slice/cri-containerd-%s.scope\n",

@@ -65,11 +65,7 @@ func migNode(t *testing.T) agentNode {
 		{Name: "notebook", Devices: []fakekubelet.Devices{{ResourceName: "nvidia.com/mig-1g.10gb", DeviceIDs: slices[:2]}}},
 	}}}
 	socket := filepath.Join(dir, "kubelet.sock")
-	srv, err := fakekubelet.Start(socket, pods, []fakekubelet.Devices{{ResourceName: "nvidia.com/mig-1g.10gb", DeviceIDs: slices}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Stop)
+	startFakeKubelet(t, socket, pods, []fakekubelet.Devices{{ResourceName: "nvidia.com/mig-1g.10gb", DeviceIDs: slices}})
 	return agentNode{kubeletSocket: socket}
 }
 

@@ -86,11 +86,7 @@ func draNode(t *testing.T, uuids []string, trainUID string) agentNode {
 			{Name: "main", Devices: []fakekubelet.Devices{{ResourceName: "nvidia.com/gpu", DeviceIDs: []string{uuids[3]}}}},
 		}},
 	}
-	srv, err := fakekubelet.Start(node.kubeletSocket, pods, []fakekubelet.Devices{{ResourceName: "nvidia.com/gpu", DeviceIDs: uuids[3:]}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Stop)
+	startFakeKubelet(t, node.kubeletSocket, pods, []fakekubelet.Devices{{ResourceName: "nvidia.com/gpu", DeviceIDs: uuids[3:]}})
 	podCgroup := fmt.Sprintf("0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod%s.slice/cri-containerd-%s.scope\n",
 		strings.ReplaceAll(trainUID, "-", "_"), draContainer)
 	for pid, cg := range map[int]string{20000: podCgroup, 20001: podCgroup, 20002: "0::/system.slice/nvidia-dcgm.service\n"} {

@@ -89,11 +89,7 @@ func k8sFakeNode(t *testing.T, uuids []string) agentNode {
 		}})
 	}
 	node := agentNode{kubeletSocket: filepath.Join(dir, "kubelet.sock")}
-	srv, err := fakekubelet.Start(node.kubeletSocket, pods, []fakekubelet.Devices{{ResourceName: "nvidia.com/gpu", DeviceIDs: uuids}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Stop)
+	startFakeKubelet(t, node.kubeletSocket, pods, []fakekubelet.Devices{{ResourceName: "nvidia.com/gpu", DeviceIDs: uuids}})
 	return node
 }
 

@@ -174,10 +174,6 @@ func kubeletNode(t *testing.T, pods []fakekubelet.Pod, uuids []string) (agentNod
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
 	node := agentNode{kubeletSocket: filepath.Join(dir, "kubelet.sock")}
-	srv, err := fakekubelet.Start(node.kubeletSocket, pods, []fakekubelet.Devices{{ResourceName: "nvidia.com/gpu", DeviceIDs: uuids}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Stop)
+	srv := startFakeKubelet(t, node.kubeletSocket, pods, []fakekubelet.Devices{{ResourceName: "nvidia.com/gpu", DeviceIDs: uuids}})
 	return node, srv
 }
