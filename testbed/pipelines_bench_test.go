@@ -7,8 +7,10 @@ package testbed
 //	a) native:  simulated GPUs → gpu → gpu_enrich → remote-write, on the shipped agent
 //	   configuration (configs/agent.yaml: memory_limiter, batch 200 ms, in-memory queue);
 //	   a') the same with the opt-in remote-write WAL overlay
+//	   a'') the same agent with native OTLP into Prometheus 3 (prometheus-otlp.yaml)
 //	b) dcgm+prometheus-agent: a dcgm-exporter exposition scraped by Prometheus in agent mode
-//	c) dcgm+collector: the same exposition scraped by otelcol-gpu's prometheus receiver
+//	c) dcgm+collector: the same exposition scraped by a collector's prometheus receiver
+//	   (bin/otelcol-scrape)
 //
 // The exposition comes in two sizes: dcgm-exporter's 21 default fields per GPU, and one
 // padded to the series count the native path delivers per GPU ("same volume"), so that a
@@ -157,6 +159,8 @@ func startNative(t *testing.T, p *prom.Server, gpus int, interval time.Duration,
 	health := fmt.Sprintf("127.0.0.1:%d", proc.FreePort(t))
 	env := []string{
 		"PROMETHEUS_REMOTE_WRITE_URL=" + p.RemoteWriteURL(),
+		// Read only with the OTLP overlay (otlpNode's URL).
+		"PROMETHEUS_OTLP_URL=http://" + p.Addr + "/api/v1/otlp/v1/metrics",
 		"OTELCOL_GPU_WAL_DIR=" + t.TempDir(),
 		"OTELCOL_GPU_KUBELET_SOCKET=unix://" + filepath.Join(t.TempDir(), "no-kubelet.sock"),
 		"OTELCOL_GPU_PROC_ROOT=" + t.TempDir(),
@@ -248,11 +252,11 @@ func TestPipelinesSideBySide(t *testing.T) {
 	fmt.Fprintf(&table, "\n| GPUs | interval | path | series/GPU | samples/s | CPU ms per 1000 samples | CPU ms per GPU-minute | peak RSS MiB |\n|---|---|---|---|---|---|---|---|\n")
 	for _, gpus := range gpuCounts {
 		for _, interval := range intervals {
-			costs := map[string]float64{}
+			costs, perMinute := map[string]float64{}, map[string]float64{}
 			run := func(path string, p *prom.Server, m measurement) {
 				perK := m.cpu * 1000 / max(m.samples, 1) * 1000
 				perGPUMinute := m.cpu * 1000 / float64(gpus) / window.Minutes()
-				costs[path] = perK
+				costs[path], perMinute[path] = perK, perGPUMinute
 				fmt.Fprintf(&table, "| %d | %s | %s | %d | %.0f | %.2f | %.1f | %d |\n", gpus, interval, path,
 					seriesIn(t, p)/gpus, m.samples/window.Seconds(), perK, perGPUMinute, m.peakRSS>>20)
 			}
@@ -262,6 +266,13 @@ func TestPipelinesSideBySide(t *testing.T) {
 			run("a) native", p, measure(t, p, native, warm, window))
 			native.Stop(10 * time.Second)
 			nativePerGPU := seriesIn(t, p) / gpus
+			p.Stop()
+
+			// The same agent with native OTLP into Prometheus 3 instead of remote-write.
+			p = startPrometheusOTLP(t)
+			viaOTLP := startNative(t, p, gpus, interval, "deploy/config-overlays/prometheus-otlp.yaml")
+			run("a'') native, OTLP into Prometheus 3", p, measure(t, p, viaOTLP, warm, window))
+			viaOTLP.Stop(10 * time.Second)
 			p.Stop()
 
 			// The opt-in WAL overlay, to show what durability across a SIGKILL costs.
@@ -291,9 +302,11 @@ func TestPipelinesSideBySide(t *testing.T) {
 				scraper.Stop(10 * time.Second)
 				p.Stop()
 
-				fmt.Fprintf(&table, "| %d | %s | ratio a/b, a/c (%s) | | | %.2f, %.2f | | |\n", gpus, interval, size.label,
-					costs["a) native"]/costs["b) dcgm ("+size.label+") + Prometheus agent"],
-					costs["a) native"]/costs["c) dcgm ("+size.label+") + collector prometheus receiver"])
+				b, c := "b) dcgm ("+size.label+") + Prometheus agent", "c) dcgm ("+size.label+") + collector prometheus receiver"
+				otlp := "a'') native, OTLP into Prometheus 3"
+				fmt.Fprintf(&table, "| %d | %s | ratio a/b, a/c, a''/b (%s) | | | %.2f, %.2f, %.2f | %.2f, %.2f, %.2f | |\n", gpus, interval, size.label,
+					costs["a) native"]/costs[b], costs["a) native"]/costs[c], costs[otlp]/costs[b],
+					perMinute["a) native"]/perMinute[b], perMinute["a) native"]/perMinute[c], perMinute[otlp]/perMinute[b])
 			}
 		}
 	}
