@@ -110,6 +110,27 @@ func (p *Process) PeakRSS() (int64, error) {
 	return procKiB(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid), "VmHWM:")
 }
 
+// Memory is the program's resident memory now, in bytes: the whole (VmRSS), its anonymous
+// part (RssAnon: heap, stacks) and its file-backed part (RssFile: the binary's pages).
+type Memory struct{ RSS, Anon, File int64 }
+
+// Memory reads the program's resident memory from /proc/<pid>/status.
+func (p *Process) Memory() (Memory, error) {
+	path := fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid)
+	var m Memory
+	for _, f := range []struct {
+		key  string
+		into *int64
+	}{{"VmRSS:", &m.RSS}, {"RssAnon:", &m.Anon}, {"RssFile:", &m.File}} {
+		v, err := procKiB(path, f.key)
+		if err != nil {
+			return Memory{}, err
+		}
+		*f.into = v
+	}
+	return m, nil
+}
+
 // CPUSecondsOf is a process's user+system CPU time (from /proc/<pid>/stat).
 func CPUSecondsOf(pid int) (float64, error) {
 	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
