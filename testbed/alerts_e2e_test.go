@@ -52,11 +52,7 @@ func fastRules(t *testing.T) []string {
 // allocatedNode: a kubelet that gives GPU i to ml/train-i, so attribution is fresh.
 func allocatedNode(t *testing.T, system string) agentNode {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "e2ealloc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	dir := fakekubelet.SocketDir(t)
 	uuids := simulatedUUIDs(t, system)
 	var pods []fakekubelet.Pod
 	for i, u := range uuids {

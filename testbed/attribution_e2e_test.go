@@ -37,11 +37,7 @@ const (
 // GPU processes' cgroups, and the kubelet's pod log directory.
 func fakeNode(t *testing.T, uuids []string) agentNode {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "e2enode") // short: unix socket paths are limited
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	dir := fakekubelet.SocketDir(t)
 	node := agentNode{kubeletSocket: filepath.Join(dir, "kubelet.sock"), procRoot: filepath.Join(dir, "proc"), podLogsDir: filepath.Join(dir, "pods")}
 
 	var pods []fakekubelet.Pod

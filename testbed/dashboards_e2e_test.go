@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -51,11 +50,7 @@ var emptyBecause = map[string]string{
 // notebook.
 func migNode(t *testing.T) agentNode {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "e2emig")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	dir := fakekubelet.SocketDir(t)
 	sim, err := gpusim.New(gpusim.Options{System: "dgxh100", Scenario: "mig", Seed: 1})
 	if err != nil {
 		t.Fatal(err)

@@ -5,13 +5,13 @@ package testbed
 import (
 	"fmt"
 	"net"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/otelcol-gpu/otelcol-gpu/internal/fakekubelet"
 	"github.com/otelcol-gpu/otelcol-gpu/testbed/internal/prom"
 )
 
@@ -288,14 +288,14 @@ func TestDCGMCompatibilityEveryField(t *testing.T) {
 			return nil
 		})
 		// The GPUs without an XID say so, and the series of a GPU's earlier code ended.
-		answersEach(t, p, `DCGM_FI_DEV_XID_ERRORS{Hostname="e2e-dcgm-xid",err_code="0",err_msg="No Error"} == 0`, 5)
-		answersEach(t, p, `count by (gpu) (DCGM_FI_DEV_XID_ERRORS{Hostname="e2e-dcgm-xid"})`, 8)
+		answers(t, p, `DCGM_FI_DEV_XID_ERRORS{Hostname="e2e-dcgm-xid",err_code="0",err_msg="No Error"} == 0`, 5, 60*time.Second)
+		answers(t, p, `count by (gpu) (DCGM_FI_DEV_XID_ERRORS{Hostname="e2e-dcgm-xid"})`, 8, 60*time.Second)
 	})
 
 	t.Run("MIG in dcgm-exporter's shape", func(t *testing.T) {
 		mig := `{Hostname="e2e-dcgm-mig"}`
 		// GPU 0 has four instances, GPU 1 seven, the other six GPUs are whole.
-		fb := answersEach(t, p, `DCGM_FI_DEV_FB_USED`+mig, 4+7+6)
+		fb := answers(t, p, `DCGM_FI_DEV_FB_USED`+mig, 4+7+6, 60*time.Second)
 		instances := map[string]int{}
 		for _, x := range fb {
 			if id := x.Labels["GPU_I_ID"]; id != "" {
@@ -312,46 +312,24 @@ func TestDCGMCompatibilityEveryField(t *testing.T) {
 		}
 		// Per-GPU sums are the instances' own: the same as the native instance series.
 		for _, gpu := range []string{"0", "1"} {
-			compat := answersEach(t, p, `sum(DCGM_FI_DEV_FB_USED{Hostname="e2e-dcgm-mig",gpu="`+gpu+`"})`, 1)
-			native := answersEach(t, p, `sum(hw_gpu_memory_usage_bytes{host_name="e2e-dcgm-mig",nvidia_gpu_index="`+gpu+`",nvidia_mig_uuid!="",process_pid=""}) / 1048576`, 1)
+			compat := answers(t, p, `sum(DCGM_FI_DEV_FB_USED{Hostname="e2e-dcgm-mig",gpu="`+gpu+`"})`, 1, 60*time.Second)
+			native := answers(t, p, `sum(hw_gpu_memory_usage_bytes{host_name="e2e-dcgm-mig",nvidia_gpu_index="`+gpu+`",nvidia_mig_uuid!="",process_pid=""}) / 1048576`, 1, 60*time.Second)
 			if d := compat[0].Value - native[0].Value; d < -float64(len(instances)) || d > float64(len(instances)) {
 				t.Errorf("GPU %s: compatible FB_USED sums to %v MiB, its instances use %v", gpu, compat[0].Value, native[0].Value)
 			}
 		}
 		// Per-instance activity where the GPU has GPM (Hopper); device-wide fields once per GPU.
-		answersEach(t, p, `DCGM_FI_PROF_GR_ENGINE_ACTIVE{Hostname="e2e-dcgm-mig",GPU_I_ID!=""}`, 4+7)
-		answersEach(t, p, `DCGM_FI_DEV_POWER_USAGE`+mig, 8)
-		answersEach(t, p, `DCGM_FI_DEV_GPU_TEMP{Hostname="e2e-dcgm-mig",GPU_I_ID=""}`, 8)
+		answers(t, p, `DCGM_FI_PROF_GR_ENGINE_ACTIVE{Hostname="e2e-dcgm-mig",GPU_I_ID!=""}`, 4+7, 60*time.Second)
+		answers(t, p, `DCGM_FI_DEV_POWER_USAGE`+mig, 8, 60*time.Second)
+		answers(t, p, `DCGM_FI_DEV_GPU_TEMP{Hostname="e2e-dcgm-mig",GPU_I_ID=""}`, 8, 60*time.Second)
 	})
-}
-
-// answersEach waits until the instant query returns n series.
-func answersEach(t *testing.T, p *prom.Server, q string, n int) []prom.Sample {
-	t.Helper()
-	var got []prom.Sample
-	prom.Eventually(t, 60*time.Second, q, func() error {
-		s, err := p.Query(q)
-		if err != nil {
-			return err
-		}
-		if len(s) != n {
-			return fmt.Errorf("%d series, want %d", len(s), n)
-		}
-		got = s
-		return nil
-	})
-	return got
 }
 
 // TestDCGMCompatibilityOnABareHost: the bare-host overlay with the compatibility overlay
 // polls no kubelet (neither pipeline's gpu_enrich dials the socket) and still writes the
 // dcgm-exporter series.
 func TestDCGMCompatibilityOnABareHost(t *testing.T) {
-	dir, err := os.MkdirTemp("", "e2ebare")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	dir := fakekubelet.SocketDir(t)
 	socket := filepath.Join(dir, "kubelet.sock")
 	ln, err := net.Listen("unix", socket)
 	if err != nil {
@@ -375,8 +353,8 @@ func TestDCGMCompatibilityOnABareHost(t *testing.T) {
 		kubeletSocket: socket,
 		overlays:      []string{"../deploy/config-overlays/bare-host.yaml", "dcgm-compat.yaml"},
 	})
-	answersEach(t, p, `DCGM_FI_DEV_GPU_UTIL{Hostname="e2e-dcgm-bare"}`, 8)
-	answersEach(t, p, `hw_gpu_utilization_ratio{host_name="e2e-dcgm-bare",hw_gpu_task="general"}`, 8)
+	answers(t, p, `DCGM_FI_DEV_GPU_UTIL{Hostname="e2e-dcgm-bare"}`, 8, 60*time.Second)
+	answers(t, p, `hw_gpu_utilization_ratio{host_name="e2e-dcgm-bare",hw_gpu_task="general"}`, 8, 60*time.Second)
 	time.Sleep(5 * time.Second) // five more refresh intervals of a kubelet client, were there one
 	if n := dials.Load(); n != 0 {
 		t.Errorf("the agent dialled the kubelet socket %d times on a bare host", n)

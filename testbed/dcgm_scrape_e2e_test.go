@@ -92,14 +92,14 @@ scrape_configs:
 	}
 	startAgentOn(t, p, "e2e-dcgm-scrape", "dgxh100", "steady-training", node)
 
-	s := answersEach(t, p, `DCGM_FI_DEV_GPU_UTIL{job="nvidia-dcgm-exporter",instance="`+listen+`"}`, 8)
+	s := answers(t, p, `DCGM_FI_DEV_GPU_UTIL{job="nvidia-dcgm-exporter",instance="`+listen+`"}`, 8, 60*time.Second)
 	for _, x := range s {
 		if x.Labels["Hostname"] != "e2e-dcgm-scrape" || x.Labels["exported_job"] != "" || x.Labels["exported_instance"] != "" {
 			t.Errorf("scraped series %v: want the scrape's job and instance only", x.Labels)
 		}
 	}
-	answersEach(t, p, `up{job="nvidia-dcgm-exporter"} == 1`, 1)
-	answersEach(t, p, `DCGM_FI_DEV_FB_USED{job="nvidia-dcgm-exporter"} / (DCGM_FI_DEV_FB_USED + DCGM_FI_DEV_FB_FREE) > 0.5`, 8)
+	answers(t, p, `up{job="nvidia-dcgm-exporter"} == 1`, 1, 60*time.Second)
+	answers(t, p, `DCGM_FI_DEV_FB_USED{job="nvidia-dcgm-exporter"} / (DCGM_FI_DEV_FB_USED + DCGM_FI_DEV_FB_FREE) > 0.5`, 8, 60*time.Second)
 
 	pool := x509.NewCertPool()
 	ca, err := os.ReadFile(certFile)

@@ -5,7 +5,6 @@ package testbed
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -57,11 +56,7 @@ func draSlice(uuids []string) *resourcev1.ResourceSlice {
 // (pod UID trainUID); the process on GPU 2 is the host's.
 func draNode(t *testing.T, uuids []string, trainUID string) agentNode {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "dranode")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	dir := fakekubelet.SocketDir(t)
 	node := agentNode{kubeletSocket: filepath.Join(dir, "kubelet.sock"), procRoot: filepath.Join(dir, "proc"), podLogsDir: filepath.Join(dir, "pods")}
 	claim := func(ns, name string, gpus ...int) fakekubelet.DynamicResource {
 		dr := fakekubelet.DynamicResource{ClaimName: name, ClaimNamespace: ns}

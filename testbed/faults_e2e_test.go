@@ -8,7 +8,6 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -342,11 +341,7 @@ func TestXIDStormAndLostGPUKeepTheAgentBounded(t *testing.T) {
 // TestHangingKubeletNeverDelaysScrapes: the kubelet accepts connections and never answers.
 // GPU metrics keep flowing every second, unattributed, and attribution age grows.
 func TestHangingKubeletNeverDelaysScrapes(t *testing.T) {
-	dir, err := os.MkdirTemp("", "e2ehang")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	dir := fakekubelet.SocketDir(t)
 	node := agentNode{kubeletSocket: filepath.Join(dir, "kubelet.sock")}
 	srv, err := fakekubelet.Start(node.kubeletSocket, nil, nil)
 	if err != nil {

@@ -77,11 +77,7 @@ func startK8sAgent(t *testing.T, p *prom.Server, s *kubeapi.Server, host string,
 // k8sFakeNode serves k8sPods from a fake kubelet, each with its GPU.
 func k8sFakeNode(t *testing.T, uuids []string) agentNode {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "k8snode") // short: unix socket paths are limited
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	dir := fakekubelet.SocketDir(t)
 	var pods []fakekubelet.Pod
 	for _, p := range k8sPods {
 		pods = append(pods, fakekubelet.Pod{Namespace: p.namespace, Name: p.name, Containers: []fakekubelet.Container{

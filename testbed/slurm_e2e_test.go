@@ -5,7 +5,6 @@ package testbed
 import (
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/otelcol-gpu/otelcol-gpu/dashboards"
+	"github.com/otelcol-gpu/otelcol-gpu/internal/fakekubelet"
 	"github.com/otelcol-gpu/otelcol-gpu/internal/promql"
 	"github.com/otelcol-gpu/otelcol-gpu/testbed/internal/prom"
 )
@@ -63,11 +63,7 @@ func cgroupV1(path string) string {
 // slurmNode writes the node's /proc: a cgroup and a stat file per GPU process.
 func slurmNode(t *testing.T) agentNode {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "slurmnode")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	dir := fakekubelet.SocketDir(t)
 	procRoot := filepath.Join(dir, "proc")
 	v2 := func(job, step, task string) string {
 		return "0::/system.slice/slurmstepd.scope/" + job + "/step_" + step + "/user/task_" + task + "\n"

@@ -4,7 +4,6 @@ package testbed
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -168,11 +167,7 @@ func TestSeriesGoStaleWhenTheirSubjectEnds(t *testing.T) {
 // change them; /proc is empty.
 func kubeletNode(t *testing.T, pods []fakekubelet.Pod, uuids []string) (agentNode, *fakekubelet.Server) {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "e2enode") // short: unix socket paths are limited
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	dir := fakekubelet.SocketDir(t)
 	node := agentNode{kubeletSocket: filepath.Join(dir, "kubelet.sock")}
 	srv := startFakeKubelet(t, node.kubeletSocket, pods, []fakekubelet.Devices{{ResourceName: "nvidia.com/gpu", DeviceIDs: uuids}})
 	return node, srv

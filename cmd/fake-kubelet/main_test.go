@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/otelcol-gpu/otelcol-gpu/internal/fakekubelet"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -24,9 +25,7 @@ func TestMain(m *testing.M) {
 
 func socketPath(t *testing.T) string {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "fake-kubelet")
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	dir := fakekubelet.SocketDir(t)
 	return filepath.Join(dir, "kubelet.sock")
 }
 

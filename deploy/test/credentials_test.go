@@ -5,10 +5,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"helm.sh/helm/v3/pkg/chart/loader"
-	"helm.sh/helm/v3/pkg/chartutil"
-	"helm.sh/helm/v3/pkg/engine"
 )
 
 // TestCredentialsInClearAreRefused: the built collector refuses to start (and `validate`
@@ -93,15 +89,6 @@ func TestHelmRefusesCredentialsInClear(t *testing.T) {
 // template), for values the chart must refuse.
 func helmRenderError(t *testing.T, values map[string]any) error {
 	t.Helper()
-	chrt, err := loader.Load(chartDir(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts := chartutil.ReleaseOptions{Name: releaseName, Namespace: releaseNamespace, Revision: 1, IsInstall: true}
-	vals, err := chartutil.ToRenderValues(chrt, values, opts, chartutil.DefaultCapabilities.Copy())
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = engine.Engine{Strict: true}.Render(chrt, vals)
+	_, err := renderChart(t, values)
 	return err
 }

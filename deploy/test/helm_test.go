@@ -55,8 +55,9 @@ func helmTemplate(t *testing.T, file string) *objects {
 	return helmTemplateValues(t, readValues(t, file))
 }
 
-// helmTemplateValues is helmTemplate with the values given inline (`--set`).
-func helmTemplateValues(t *testing.T, values map[string]any) *objects {
+// renderChart renders the chart with values given inline (`--set`); the error is the
+// chart's own (a `fail` in a template) or the engine's.
+func renderChart(t *testing.T, values map[string]any) (map[string]string, error) {
 	t.Helper()
 	chrt, err := loader.Load(chartDir(t))
 	if err != nil {
@@ -67,7 +68,13 @@ func helmTemplateValues(t *testing.T, values map[string]any) *objects {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := engine.Engine{Strict: true}.Render(chrt, vals)
+	return engine.Engine{Strict: true}.Render(chrt, vals)
+}
+
+// helmTemplateValues is helmTemplate with the values given inline (`--set`).
+func helmTemplateValues(t *testing.T, values map[string]any) *objects {
+	t.Helper()
+	out, err := renderChart(t, values)
 	if err != nil {
 		t.Fatalf("rendering the chart with %v: %v", values, err)
 	}

@@ -25,9 +25,7 @@ func TestMain(m *testing.M) {
 // socketPath is short because unix socket paths are limited to ~108 bytes.
 func socketPath(t *testing.T) string {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "fakekubelet")
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	dir := SocketDir(t)
 	return filepath.Join(dir, "kubelet.sock")
 }
 

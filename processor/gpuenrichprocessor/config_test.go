@@ -8,23 +8,19 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
-	"go.opentelemetry.io/collector/confmap"
-	"go.opentelemetry.io/collector/confmap/confmaptest"
 
+	"github.com/otelcol-gpu/otelcol-gpu/internal/configtest"
 	"github.com/otelcol-gpu/otelcol-gpu/processor/gpuenrichprocessor/internal/metadata"
 )
 
 func loadConfig(t *testing.T, name string) (*Config, error) {
 	t.Helper()
-	cm, err := confmaptest.LoadConf(filepath.Join("testdata", "config.yaml"))
-	require.NoError(t, err)
-	sub, err := cm.Sub(component.NewIDWithName(metadata.Type, name).String())
-	require.NoError(t, err)
 	cfg := createDefaultConfig().(*Config)
-	if err := sub.Unmarshal(cfg); err != nil {
+	err := configtest.Load(t, filepath.Join("testdata", "config.yaml"), component.NewIDWithName(metadata.Type, name).String(), cfg)
+	if err != nil {
 		return nil, err
 	}
-	return cfg, confmap.Validate(cfg)
+	return cfg, nil
 }
 
 func TestConfigDefaultsAndFullySet(t *testing.T) {

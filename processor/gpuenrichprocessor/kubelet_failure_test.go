@@ -1,7 +1,6 @@
 package gpuenrichprocessor
 
 import (
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -17,9 +16,7 @@ import (
 // shortSocket returns a socket path short enough for unix sockets (~108 bytes).
 func shortSocket(t *testing.T) string {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "gpuenrich")
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	dir := fakekubelet.SocketDir(t)
 	return filepath.Join(dir, "kubelet.sock")
 }
 

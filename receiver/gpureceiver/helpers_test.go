@@ -8,13 +8,12 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component/componenttest"
-	"go.opentelemetry.io/collector/confmap"
-	"go.opentelemetry.io/collector/confmap/confmaptest"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/receiver/receivertest"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/otelcol-gpu/otelcol-gpu/internal/configtest"
 	"github.com/otelcol-gpu/otelcol-gpu/internal/gpusim"
 	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpureceiver/internal/metadata"
 )
@@ -41,13 +40,8 @@ const fullOverlay = "../../deploy/config-overlays/full.yaml"
 // as the collector merges a second --config.
 func fullTestConfig(t testing.TB) *Config {
 	t.Helper()
-	cm, err := confmaptest.LoadConf(fullOverlay)
-	require.NoError(t, err)
-	sub, err := cm.Sub("receivers::gpu")
-	require.NoError(t, err)
 	cfg := testConfig()
-	require.NoError(t, sub.Unmarshal(cfg))
-	require.NoError(t, confmap.Validate(cfg))
+	require.NoError(t, configtest.Load(t, fullOverlay, "receivers::gpu", cfg))
 	return cfg
 }
 

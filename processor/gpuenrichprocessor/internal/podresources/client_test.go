@@ -2,7 +2,6 @@ package podresources
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -78,9 +77,7 @@ func node() ([]fakekubelet.Pod, []fakekubelet.Devices) {
 // socketPath is short because unix socket paths are limited to ~108 bytes.
 func socketPath(t *testing.T) string {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "podres")
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	dir := fakekubelet.SocketDir(t)
 	return filepath.Join(dir, "kubelet.sock")
 }
 
