@@ -76,6 +76,9 @@ func (t *Tracker) EndMissing(md pmetric.Metrics, ts pcommon.Timestamp) {
 func (t *Tracker) collect(rm pmetric.ResourceMetrics, prev, cur *origin) {
 	resAttrs := rm.Resource().Attributes()
 	resID := pdatautil.MapHash(resAttrs)
+	// The resource's hash stands for its attributes in every point's key: hashing the
+	// attributes again per point cost more than the rest of this walk.
+	resKey := string(resID[:])
 	for i := 0; i < rm.ScopeMetrics().Len(); i++ {
 		sm := rm.ScopeMetrics().At(i)
 		for j := 0; j < sm.Metrics().Len(); j++ {
@@ -96,7 +99,7 @@ func (t *Tracker) collect(rm pmetric.ResourceMetrics, prev, cur *origin) {
 				if dp.Flags().NoRecordedValue() {
 					continue // an end marker itself: the series is already gone
 				}
-				key := pdatautil.Hash(pdatautil.WithMap(resAttrs), pdatautil.WithString(s.scopeName),
+				key := pdatautil.Hash(pdatautil.WithString(resKey), pdatautil.WithString(s.scopeName),
 					pdatautil.WithString(s.name), pdatautil.WithMap(dp.Attributes()))
 				if cur.series[key] != nil {
 					continue
