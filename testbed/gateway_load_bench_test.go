@@ -12,7 +12,9 @@ package testbed
 // BENCH_WARMUP (30s), BENCH_WINDOW (120s), BENCH_GATEWAY_COMPRESSION (gzip, what
 // configs/agent-to-gateway.yaml sends; or none), BENCH_GATEWAY_EXPORT_TIMEOUT (5s, the
 // otlp_grpc exporter's default), BENCH_GATEWAY_MAX_RSS_MIB (8192: the agents stop when the
-// gateway's RSS passes it). For diagnosis only, BENCH_GATEWAY_EXTRA_CONFIG names a config
+// gateway's RSS passes it), BENCH_GATEWAY_MEMORY_LIMIT_MIB (unset: the host's memory; set:
+// the gateway as in a container with that limit, GOMEMLIMIT and memory_limiter as the
+// manifests set them). For diagnosis only, BENCH_GATEWAY_EXTRA_CONFIG names a config
 // overlay merged after gateway.yaml (e.g. a pprof extension); figures are taken without it.
 
 import (
@@ -202,6 +204,23 @@ func runGatewayLoad(t *testing.T, c gatewayLoadConfig) (run gatewayRun) {
 		t.Logf("DIAGNOSTIC RUN: overlay %s merged over gateway.yaml", extra)
 		configs = append(configs, extra)
 	}
+	// As in its container (deploy/kubernetes/gateway: limit 1Gi, GOMEMLIMIT 800MiB, and
+	// memory_limiter's percentages then apply to the container's limit, not the host's).
+	var containerEnv []string
+	if v := os.Getenv("BENCH_GATEWAY_MEMORY_LIMIT_MIB"); v != "" {
+		limit, err := strconv.Atoi(v)
+		if err != nil || limit <= 0 {
+			t.Fatalf("BENCH_GATEWAY_MEMORY_LIMIT_MIB=%q: not a positive number of MiB", v)
+		}
+		overlay := filepath.Join(t.TempDir(), "container-memory.yaml")
+		limiter := fmt.Sprintf("processors:\n  memory_limiter:\n    limit_percentage: 0\n    spike_limit_percentage: 0\n    limit_mib: %d\n    spike_limit_mib: %d\n", limit*80/100, limit*20/100)
+		if err := os.WriteFile(overlay, []byte(limiter), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		configs = append(configs, overlay)
+		containerEnv = append(containerEnv, fmt.Sprintf("GOMEMLIMIT=%dMiB", limit*78/100))
+		t.Logf("gateway as in a container with a %d MiB memory limit: memory_limiter at %d MiB (spike %d), GOMEMLIMIT %d MiB", limit, limit*80/100, limit*20/100, limit*78/100)
+	}
 	// gateway.yaml keeps no WAL now; the directory is for deploy/config-overlays/remote-write-wal.yaml
 	// given as BENCH_GATEWAY_EXTRA_CONFIG (its size is logged: where a backlog waits).
 	walDir := t.TempDir()
@@ -211,7 +230,7 @@ func runGatewayLoad(t *testing.T, c gatewayLoadConfig) (run gatewayRun) {
 		"OTELCOL_GPU_WAL_DIR=" + walDir,
 		"OTELCOL_GPU_HEALTH_ENDPOINT=" + gwHealth,
 		fmt.Sprintf("OTELCOL_GPU_TELEMETRY_PORT=%d", telemetry),
-	}, auth.gatewayEnv()...), configs, gwHealth)
+	}, append(auth.gatewayEnv(), containerEnv...)...), configs, gwHealth)
 	gwCPU := func() float64 { c, _ := gw.CPUSeconds(); return c } // 0 once it is gone
 	maxGatewayRSS := int64(defaultMaxGatewayRSSMiB)
 	if v, err := strconv.ParseInt(os.Getenv("BENCH_GATEWAY_MAX_RSS_MIB"), 10, 64); err == nil && v > 0 {
