@@ -79,9 +79,10 @@ COMPAT_TESTS := TestAgentRemoteWritesEveryGPUWithItsIdentity|TestAgentThroughGat
 e2e-compat: build
 	TESTBED_PROMETHEUS=2 go test -tags e2e -count=1 -v -timeout 20m -run '^($(COMPAT_TESTS))$$' ./testbed/
 
-## build: compile the ocb-generated distribution into distribution/otelcol-gpu
+## build: compile the ocb-generated distributions: the full one into distribution/otelcol-gpu and the node agent's lean build into distribution/agent/otelcol-gpu-agent
 build:
 	cd distribution && go build -trimpath -ldflags="-s -w" -o otelcol-gpu .
+	cd distribution/agent && go build -trimpath -ldflags="-s -w" -o otelcol-gpu-agent .
 
 ## generate: regenerate mdatagen code (metric contract), the ocb distribution sources, the dashboards and rule files (from Go, thresholds in internal/thresholds) and their kube-prometheus-stack objects
 generate: tools
@@ -89,6 +90,7 @@ generate: tools
 	scripts/mdatagen-processor.sh $(MDATAGEN)
 	cd extension/drainextension && $(MDATAGEN) metadata.yaml
 	$(OCB) --config builder-config.yaml --skip-compilation
+	$(OCB) --config builder-config-agent.yaml --skip-compilation
 	go run ./dashboards/gen -out dashboards
 	go run ./rules/gen -out rules
 	go run ./internal/gpuschema/gen
@@ -193,4 +195,4 @@ check-generated: tools
 	scripts/check-generated.sh
 
 clean:
-	rm -rf $(BIN) $(COLLECTOR)
+	rm -rf $(BIN) $(COLLECTOR) distribution/agent/otelcol-gpu-agent

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Fails when generated code is not what the generators produce from its sources (mdatagen's
-# from metadata.yaml, ocb's from builder-config.yaml, the dashboards and rule files from
+# from metadata.yaml, ocb's from builder-config.yaml and builder-config-agent.yaml, the dashboards and rule files from
 # dashboards/*.go, rules/*.go and internal/thresholds, the kube-prometheus-stack objects
 # from those), i.e. someone edited it by hand or forgot `make generate`. Leaves the
 # regenerated files in place so that `git diff` shows the fix.
@@ -24,6 +24,11 @@ generated=(
   distribution/main_windows.go
   distribution/components.go
   distribution/go.mod
+  distribution/agent/main.go
+  distribution/agent/main_others.go
+  distribution/agent/main_windows.go
+  distribution/agent/components.go
+  distribution/agent/go.mod
   dashboards
   rules/gpu-alerts.yaml
   rules/gpu-recording.yaml

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Every OpenTelemetry Collector module in the ocb manifests (the distribution's, and the
-# pipelines benchmark's tools/otelcol-scrape) and in both go.mod files must be
+# Every OpenTelemetry Collector module in the ocb manifests (the distribution's, the node
+# agent's and the pipelines benchmark's tools/otelcol-scrape) and in the go.mod files must be
 # on the release line pinned in versions.mk. Prints each offender and fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,8 +12,8 @@ k8sattr=$(sed -n 's/^K8SATTRIBUTES_VERSION *:= *//p' versions.mk)
 
 # Lines "module version" from the manifest (gomod entries) and go.mod require blocks.
 modules() {
-  sed -n 's/^ *- gomod: *\([^ ]*\) \(v[^ ]*\).*/\1 \2/p' builder-config.yaml tools/otelcol-scrape/builder-config.yaml
-  for f in go.mod distribution/go.mod; do
+  sed -n 's/^ *- gomod: *\([^ ]*\) \(v[^ ]*\).*/\1 \2/p' builder-config.yaml builder-config-agent.yaml tools/otelcol-scrape/builder-config.yaml
+  for f in go.mod distribution/go.mod distribution/agent/go.mod; do
     go mod edit -json "$f" | python3 -c 'import json,sys; [print(r["Path"], r["Version"]) for r in json.load(sys.stdin).get("Require") or []]'
   done
 }

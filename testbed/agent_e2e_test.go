@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -43,6 +44,10 @@ type agentNode struct {
 	env []string
 	// flags are extra command-line flags (e.g. --feature-gates).
 	flags []string
+	// binary is the collector to run: by default the node agent's lean build
+	// (proc.AgentBinary), or the full one (proc.CollectorBinary) with the dcgm-exporter
+	// compatibility overlays, which need it.
+	binary string
 }
 
 // startAgent runs the shipped configs/agent.yaml with the GPU backend switched to the
@@ -78,6 +83,8 @@ func startAgentOn(t *testing.T, p *prom.Server, host, system, scenario string, n
 		"OTELCOL_GPU_INTERVAL=1s",
 		"OTELCOL_GPU_HEALTH_ENDPOINT=" + health,
 		fmt.Sprintf("OTELCOL_GPU_TELEMETRY_PORT=%d", proc.FreePort(t)),
+		// As the shipped DaemonSets and systemd unit run it.
+		"GOMAXPROCS=1",
 	}
 	env = append(env, node.env...)
 	configs := []string{filepath.Join(proc.RepoRoot(), "configs", "agent.yaml")}
@@ -92,7 +99,17 @@ func startAgentOn(t *testing.T, p *prom.Server, host, system, scenario string, n
 		"processors::gpu_enrich::kubelet::refresh_interval=1s",
 		"service::pipelines::metrics::processors=[memory_limiter,gpu_enrich,batch]",
 	}, node.sets...)
-	return proc.CollectorFlags(t, "otelcol-gpu "+host, env, node.flags, configs, health, sets...)
+	// The agent's build leaves out OTTL and the prometheus exporter that the dcgm-exporter
+	// compatibility overlays use (builder-config-agent.yaml), as docs/migrating-from-dcgm-exporter.md says.
+	if node.binary == "" {
+		node.binary = proc.AgentBinary(t)
+		for _, o := range node.overlays {
+			if strings.HasPrefix(filepath.Base(o), "dcgm-compat") {
+				node.binary = proc.CollectorBinary(t)
+			}
+		}
+	}
+	return proc.StartCollector(t, node.binary, "otelcol-gpu "+host, env, node.flags, configs, health, sets...)
 }
 
 // TestAgentRemoteWritesEveryGPUWithItsIdentity runs two agents (a training node and a node

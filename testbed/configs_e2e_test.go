@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/otelcol-gpu/otelcol-gpu/testbed/internal/proc"
@@ -19,8 +20,12 @@ var overlays = map[string][]string{
 	"dcgm-compat-scrape-secure.yaml": {"agent.yaml", "dcgm-compat.yaml", "dcgm-compat-scrape.yaml"},
 }
 
-// TestShippedConfigsValidate runs `otelcol-gpu validate` on every config under configs/
-// (overlays merged over their base).
+// agentConfigs are what the node agent's lean build (otelcol-gpu-agent) runs; every config
+// validates on the full build too.
+var agentConfigs = map[string]bool{"agent.yaml": true, "agent-to-gateway.yaml": true}
+
+// TestShippedConfigsValidate runs `validate` on every config under configs/ (overlays
+// merged over their base), on the full build and, for the agent's configs, on the agent's.
 func TestShippedConfigsValidate(t *testing.T) {
 	configs, err := filepath.Glob(filepath.Join(proc.RepoRoot(), "configs", "*.yaml"))
 	if err != nil || len(configs) == 0 {
@@ -28,16 +33,40 @@ func TestShippedConfigsValidate(t *testing.T) {
 	}
 	for _, cfg := range configs {
 		t.Run(filepath.Base(cfg), func(t *testing.T) {
-			args := []string{"validate"}
-			for _, base := range overlays[filepath.Base(cfg)] {
-				args = append(args, "--config", filepath.Join(filepath.Dir(cfg), base))
+			binaries := []string{proc.CollectorBinary(t)}
+			if agentConfigs[filepath.Base(cfg)] {
+				binaries = append(binaries, proc.AgentBinary(t))
 			}
-			args = append(args, "--config", cfg)
-			cmd := exec.Command(proc.CollectorBinary(t), args...)
-			cmd.Env = append(os.Environ(), "PROMETHEUS_REMOTE_WRITE_URL=http://127.0.0.1:9090/api/v1/write")
-			if out, err := cmd.CombinedOutput(); err != nil {
-				t.Fatalf("%s does not validate: %v\n%s", cfg, err, out)
+			for _, bin := range binaries {
+				if out, err := validate(bin, cfg); err != nil {
+					t.Fatalf("%s does not validate on %s: %v\n%s", cfg, bin, err, out)
+				}
 			}
 		})
 	}
+}
+
+// TestAgentBuildRefusesCompatibilityOverlay: the agent's build leaves out what the
+// dcgm-exporter compatibility overlay needs, and says which component is missing, so
+// that a user who runs it there knows to switch to the full build.
+func TestAgentBuildRefusesCompatibilityOverlay(t *testing.T) {
+	out, err := validate(proc.AgentBinary(t), filepath.Join(proc.RepoRoot(), "configs", "dcgm-compat.yaml"))
+	if err == nil {
+		t.Fatal("otelcol-gpu-agent accepted configs/dcgm-compat.yaml")
+	}
+	if !strings.Contains(string(out), "transform") {
+		t.Errorf("the error does not name the missing transform processor:\n%s", out)
+	}
+}
+
+// validate runs a build's `validate` on a config under configs/, merged over its base.
+func validate(binary, cfg string) ([]byte, error) {
+	args := []string{"validate"}
+	for _, base := range overlays[filepath.Base(cfg)] {
+		args = append(args, "--config", filepath.Join(filepath.Dir(cfg), base))
+	}
+	args = append(args, "--config", cfg)
+	cmd := exec.Command(binary, args...)
+	cmd.Env = append(os.Environ(), "PROMETHEUS_REMOTE_WRITE_URL=http://127.0.0.1:9090/api/v1/write")
+	return cmd.CombinedOutput()
 }

@@ -24,7 +24,7 @@ func TestAgentThroughGatewayToPrometheus(t *testing.T) {
 	uuids := simulatedUUIDs(t, "dgxh100")
 	node := fakeNode(t, uuids)
 	agentHealth := fmt.Sprintf("127.0.0.1:%d", proc.FreePort(t))
-	proc.Collector(t, "agent-to-gateway", append(auth.agentEnv(),
+	proc.Agent(t, "agent-to-gateway", append(auth.agentEnv(),
 		"OTELCOL_GPU_GATEWAY_ENDPOINT="+otlp,
 		"OTELCOL_GPU_HOST_NAME=e2e-gw-node",
 		"OTELCOL_GPU_INTERVAL=1s",

@@ -13,6 +13,15 @@ package testbed
 //   - the same without k8s_attributes (workload names then come from elsewhere);
 //   - a bare host (deploy/config-overlays/bare-host.yaml: no kubelet, no API server).
 //
+// It runs the node agent's lean build (otelcol-gpu-agent), and the shipped set-up also on
+// the full build, to show what the lean one saves. The file-backed part depends on what of
+// the binary the page cache holds when the agent starts, and how it got there (the kernel
+// maps cached neighbours of every page the agent faults in, whole large folios of a file
+// just written), so each set-up starts with the binary evicted from the page cache, as
+// after a node's boot or under memory pressure, and the shipped set-up runs again with the
+// whole binary read into the cache and with a copy just written, as right after an image
+// pull or a package install.
+//
 // Not a pass/fail test: it logs a table for docs/benchmarks.md.
 
 import (
@@ -52,34 +61,64 @@ func TestAgentMemory(t *testing.T) {
 	kubeconfig := s.WriteKubeconfig(t, s.Token(t, "otelcol-gpu", "otelcol-gpu-agent"), "otelcol-gpu")
 	uuids := simulatedUUIDs(t, "dgxh100")
 
+	shipped := func() agentNode {
+		node := k8sFakeNode(t, uuids)
+		node.sets = []string{
+			"processors::k8s_attributes::auth_type=kubeConfig",
+			"processors::gpu_enrich::kube_api::auth_type=kubeConfig",
+			"service::pipelines::metrics::processors=[memory_limiter,gpu_enrich,k8s_attributes,batch]",
+		}
+		node.env = []string{"KUBECONFIG=" + kubeconfig, "K8S_NODE_NAME=" + k8sNode}
+		return node
+	}
 	var table strings.Builder
-	fmt.Fprintf(&table, "\n| set-up | VmRSS MiB (mean, max) | RssAnon MiB | RssFile MiB |\n|---|---|---|---|\n")
+	fmt.Fprintf(&table, "\n| set-up | build | binary in page cache at start | VmRSS MiB (mean, max) | RssAnon MiB | RssFile MiB |\n|---|---|---|---|---|---|\n")
+	// How much of the binary the page cache holds when the agent starts.
+	const (
+		evicted = "none (evicted)"
+		read    = "all (read)"
+		written = "all (just written)"
+	)
 	for _, setup := range []struct {
-		name string
-		node func() agentNode
+		name  string
+		full  bool
+		cache string
+		node  func() agentNode
 	}{
-		{"shipped agent: kubelet, kube_api, k8s_attributes", func() agentNode {
-			node := k8sFakeNode(t, uuids)
-			node.sets = []string{
-				"processors::k8s_attributes::auth_type=kubeConfig",
-				"processors::gpu_enrich::kube_api::auth_type=kubeConfig",
-				"service::pipelines::metrics::processors=[memory_limiter,gpu_enrich,k8s_attributes,batch]",
-			}
-			node.env = []string{"KUBECONFIG=" + kubeconfig, "K8S_NODE_NAME=" + k8sNode}
-			return node
-		}},
-		{"without k8s_attributes: kubelet, kube_api", func() agentNode {
+		{"shipped agent: kubelet, kube_api, k8s_attributes", false, evicted, shipped},
+		{"shipped agent: kubelet, kube_api, k8s_attributes", false, read, shipped},
+		{"shipped agent: kubelet, kube_api, k8s_attributes", false, written, shipped},
+		{"shipped agent: kubelet, kube_api, k8s_attributes", true, evicted, shipped},
+		{"shipped agent: kubelet, kube_api, k8s_attributes", true, written, shipped},
+		{"without k8s_attributes: kubelet, kube_api", false, evicted, func() agentNode {
 			node := k8sFakeNode(t, uuids)
 			node.sets = []string{"processors::gpu_enrich::kube_api::auth_type=kubeConfig"}
 			node.env = []string{"KUBECONFIG=" + kubeconfig, "K8S_NODE_NAME=" + k8sNode}
 			return node
 		}},
-		{"bare host (bare-host overlay)", func() agentNode {
+		{"bare host (bare-host overlay)", false, evicted, func() agentNode {
 			return agentNode{overlays: []string{"../deploy/config-overlays/bare-host.yaml"}}
 		}},
 	} {
 		p := prom.Start(t, "")
 		node := setup.node()
+		build := "otelcol-gpu-agent"
+		node.binary = proc.AgentBinary(t)
+		if setup.full {
+			node.binary, build = proc.CollectorBinary(t), "otelcol-gpu (full)"
+		}
+		var err error
+		switch setup.cache {
+		case evicted:
+			err = proc.EvictFromPageCache(node.binary)
+		case read:
+			err = proc.LoadIntoPageCache(node.binary)
+		case written:
+			node.binary = proc.FreshCopy(t, node.binary)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
 		// The shipped intervals and batch timeout, after startAgentOn's test defaults (the last wins).
 		node.env = append(node.env, "OTELCOL_GPU_INTERVAL=10s")
 		node.sets = append(node.sets, "processors::batch::timeout=200ms", "processors::gpu_enrich::kubelet::refresh_interval=10s")
@@ -107,7 +146,7 @@ func TestAgentMemory(t *testing.T) {
 		for _, m := range samples {
 			peak = max(peak, m.RSS)
 		}
-		fmt.Fprintf(&table, "| %s | %.1f, %.1f | %.1f | %.1f |\n", setup.name,
+		fmt.Fprintf(&table, "| %s | %s | %s | %.1f, %.1f | %.1f | %.1f |\n", setup.name, build, setup.cache,
 			mean(func(m proc.Memory) int64 { return m.RSS }), float64(peak)/(1<<20),
 			mean(func(m proc.Memory) int64 { return m.Anon }), mean(func(m proc.Memory) int64 { return m.File }))
 		agent.Stop(10 * time.Second)

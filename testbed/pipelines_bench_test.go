@@ -167,12 +167,14 @@ func startNative(t *testing.T, p *prom.Server, gpus int, interval time.Duration,
 		"OTELCOL_GPU_POD_LOGS_DIR=" + t.TempDir(),
 		"OTELCOL_GPU_HEALTH_ENDPOINT=" + health,
 		fmt.Sprintf("OTELCOL_GPU_TELEMETRY_PORT=%d", proc.FreePort(t)),
+		// As the shipped DaemonSets and systemd unit run it.
+		"GOMAXPROCS=1",
 	}
 	configs := []string{filepath.Join(proc.RepoRoot(), "configs", "agent.yaml")}
 	for _, o := range overlays {
 		configs = append(configs, filepath.Join(proc.RepoRoot(), o))
 	}
-	return proc.Collector(t, "native", env, append(configs, overlay), health)
+	return proc.Agent(t, "native", env, append(configs, overlay), health)
 }
 
 func scrapeConfig(t *testing.T, target string, interval time.Duration, rw string) string {

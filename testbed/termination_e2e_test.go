@@ -338,7 +338,7 @@ func startAgentToGateway(t *testing.T, auth *gatewayAuth, otlp, host, queueDir s
 	t.Helper()
 	node := fakeNode(t, simulatedUUIDs(t, "dgxh100"))
 	health := fmt.Sprintf("127.0.0.1:%d", proc.FreePort(t))
-	return proc.Collector(t, "agent-to-gateway", append(auth.agentEnv(),
+	return proc.Agent(t, "agent-to-gateway", append(auth.agentEnv(),
 		"OTELCOL_GPU_GATEWAY_ENDPOINT="+otlp,
 		"OTELCOL_GPU_HOST_NAME="+host,
 		"OTELCOL_GPU_INTERVAL=1s",

@@ -16,6 +16,9 @@ type agentExpect struct {
 	kubelet   bool // the pod-resources socket is mounted
 	processes bool // /proc is mounted (not /var/log/pods: kube_api names the pods)
 	procRoot  string
+	// The container runs the image's entrypoint, the full build: the OpenTelemetry
+	// Operator's resource cannot set a command. Every other agent runs the lean build.
+	entrypoint bool
 }
 
 var defaultAgent = agentExpect{kubelet: true, processes: true, procRoot: "/host/proc"}
@@ -27,6 +30,20 @@ func checkAgentPod(t *testing.T, spec corev1.PodSpec, want agentExpect) {
 		t.Fatalf("want one container, got %d", len(spec.Containers))
 	}
 	c := spec.Containers[0]
+
+	// The node agent's lean build (builder-config-agent.yaml): less binary mapped on every
+	// GPU node (docs/benchmarks.md, "Memory").
+	wantBuild := agentBuild
+	if want.entrypoint {
+		wantBuild = fullBuild
+	}
+	if b := podBuild(t, c); b != wantBuild {
+		t.Errorf("the agent runs %s, want %s", b, wantBuild)
+	}
+	// One Go scheduler thread: a second one costs 15-20 % of the agent's CPU spinning.
+	if v := envMap(c)["GOMAXPROCS"].Value; v != "1" {
+		t.Errorf("GOMAXPROCS = %q, want \"1\"", v)
+	}
 
 	// Isolation from the host.
 	if spec.HostPID || spec.HostNetwork || spec.HostIPC {

@@ -89,7 +89,11 @@ func TestConfigsValidate(t *testing.T) {
 		"gateway+basic+wal":         {cfg("configs/gateway.yaml"), cfg("deploy/config-overlays/remote-write-auth-basic.yaml"), cfg("deploy/config-overlays/remote-write-wal.yaml")},
 	} {
 		t.Run(name, func(t *testing.T) {
-			validateConfigs(t, env, files...)
+			if strings.HasPrefix(name, "agent") {
+				// What the DaemonSets and the systemd unit run; the full build is a superset.
+				validateConfigs(t, agentBuild, env, files...)
+			}
+			validateConfigs(t, fullBuild, env, files...)
 		})
 	}
 }
@@ -124,14 +128,17 @@ func TestDockerfileBuildsLikeMake(t *testing.T) {
 	df := string(readRepoFile(t, "distribution/Dockerfile"))
 	cflags := regexp.MustCompile(`(?m)^export CGO_CFLAGS := (.+)$`).FindStringSubmatch(mk)
 	build := regexp.MustCompile(`(?m)^\tcd distribution && (go build .+)$`).FindStringSubmatch(mk)
-	if cflags == nil || build == nil {
-		t.Fatal("cannot find CGO_CFLAGS or the build command in the Makefile")
+	agentBuild := regexp.MustCompile(`(?m)^\tcd distribution/agent && (go build .+)$`).FindStringSubmatch(mk)
+	if cflags == nil || build == nil || agentBuild == nil {
+		t.Fatal("cannot find CGO_CFLAGS or the two build commands in the Makefile")
 	}
 	for _, want := range []string{
 		`CGO_CFLAGS="` + cflags[1] + `"`,
 		"CGO_ENABLED=1",
 		"GOFLAGS=-buildvcs=false",
 		"cd distribution && " + build[1],
+		"cd /src/distribution/agent && " + agentBuild[1],
+		"COPY --from=build /src/distribution/agent/otelcol-gpu-agent /otelcol-gpu-agent",
 		"FROM golang:${GO_VERSION}-bookworm AS build",
 		"FROM gcr.io/distroless/base-debian12:nonroot",
 		"USER 10001:10001",
@@ -195,7 +202,7 @@ func TestSystemdUnit(t *testing.T) {
 		t.Error("PrivateDevices hides /dev/nvidia*")
 	}
 	exec := unit["ExecStart"]
-	if len(exec) != 1 || !strings.Contains(exec[0], "--config=/etc/otelcol-gpu/agent.yaml --config=/etc/otelcol-gpu/bare-host.yaml") {
+	if len(exec) != 1 || !strings.HasPrefix(exec[0], "/usr/local/bin/otelcol-gpu-agent --config=/etc/otelcol-gpu/agent.yaml --config=/etc/otelcol-gpu/bare-host.yaml") {
 		t.Errorf("ExecStart = %q", exec)
 	}
 
@@ -210,12 +217,15 @@ func TestSystemdUnit(t *testing.T) {
 			t.Errorf("otelcol-gpu.env.example does not set %s, which configs/agent.yaml reads", m[1])
 		}
 	}
+	if envFile["GOMAXPROCS"] != "1" {
+		t.Errorf("otelcol-gpu.env.example: GOMAXPROCS = %q, want 1 (one scheduler thread, as the DaemonSets)", envFile["GOMAXPROCS"])
+	}
 	if wal := envFile["OTELCOL_GPU_WAL_DIR"]; !strings.HasPrefix(wal, "/var/lib/otelcol-gpu/") {
 		t.Errorf("OTELCOL_GPU_WAL_DIR = %q is outside StateDirectory", wal)
 	}
 	delete(envFile, "OTELCOL_GPU_EXTRA_ARGS")
 	overlays := filepath.Join(repoRoot(t), "deploy", "config-overlays")
-	validateConfigs(t, envFile, filepath.Join(repoRoot(t), "configs", "agent.yaml"), filepath.Join(overlays, "bare-host.yaml"))
+	validateConfigs(t, agentBuild, envFile, filepath.Join(repoRoot(t), "configs", "agent.yaml"), filepath.Join(overlays, "bare-host.yaml"))
 	// The opt-in WAL (OTELCOL_GPU_EXTRA_ARGS), with the env file's WAL directory.
-	validateConfigs(t, envFile, filepath.Join(repoRoot(t), "configs", "agent.yaml"), filepath.Join(overlays, "bare-host.yaml"), filepath.Join(overlays, "remote-write-wal.yaml"))
+	validateConfigs(t, agentBuild, envFile, filepath.Join(repoRoot(t), "configs", "agent.yaml"), filepath.Join(overlays, "bare-host.yaml"), filepath.Join(overlays, "remote-write-wal.yaml"))
 }

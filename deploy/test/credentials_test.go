@@ -35,7 +35,7 @@ func TestCredentialsInClearAreRefused(t *testing.T) {
 			for _, f := range tc.files {
 				args = append(args, "--config="+f)
 			}
-			cmd := exec.Command(collectorBinary(t), args...)
+			cmd := exec.Command(collectorBinary(t, fullBuild), args...)
 			cmd.Env = []string{"HOME=" + t.TempDir(), "PROMETHEUS_REMOTE_WRITE_URL=" + tc.url, "REMOTE_WRITE_BASIC_AUTH=dXNlcjpwYXNz"}
 			if tc.allow {
 				cmd.Env = append(cmd.Env, "OTELCOL_GPU_ALLOW_PLAINTEXT_CREDENTIALS=true")

@@ -222,10 +222,26 @@ var (
 	componentsErr  error
 )
 
-// collectorBinary is the ocb-built collector; the tests cannot run without it.
-func collectorBinary(t testing.TB) string {
+// The image's two builds, by their path in it: the full collector (the entrypoint: the
+// gateway, the dcgm-exporter compatibility overlays, the OpenTelemetry Operator) and the
+// node agent's lean build, which the shipped DaemonSets and the systemd unit run.
+const (
+	fullBuild  = "/otelcol-gpu"
+	agentBuild = "/otelcol-gpu-agent"
+)
+
+// collectorBinary is a build's ocb-built binary (fullBuild or agentBuild); the tests
+// cannot run without it.
+func collectorBinary(t testing.TB, build string) string {
 	t.Helper()
-	bin := filepath.Join(repoRoot(t), "distribution", "otelcol-gpu")
+	rel, ok := map[string]string{
+		fullBuild:  filepath.Join("distribution", "otelcol-gpu"),
+		agentBuild: filepath.Join("distribution", "agent", "otelcol-gpu-agent"),
+	}[build]
+	if !ok {
+		t.Fatalf("no build %q in the image (%s or %s)", build, fullBuild, agentBuild)
+	}
+	bin := filepath.Join(repoRoot(t), rel)
 	if _, err := os.Stat(bin); err != nil {
 		t.Fatalf("the collector is not built (%v): run `make build` at the repository root, "+
 			"then rerun these tests; they run `otelcol-gpu validate` on every rendered config", err)
@@ -233,21 +249,21 @@ func collectorBinary(t testing.TB) string {
 	return bin
 }
 
-// validateConfigs runs `otelcol-gpu validate` on the given config files, in order, with
-// exactly env as the environment.
-func validateConfigs(t testing.TB, env map[string]string, files ...string) {
+// validateConfigs runs `validate` of a build (fullBuild or agentBuild) on the given config
+// files, in order, with exactly env as the environment.
+func validateConfigs(t testing.TB, build string, env map[string]string, files ...string) {
 	t.Helper()
 	args := []string{"validate"}
 	for _, f := range files {
 		args = append(args, "--config="+f)
 	}
-	cmd := exec.Command(collectorBinary(t), args...)
+	cmd := exec.Command(collectorBinary(t, build), args...)
 	cmd.Env = []string{"HOME=" + t.TempDir()}
 	for k, v := range env {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("otelcol-gpu %s: %v\n%s\nenvironment: %v", strings.Join(args, " "), err, out, cmd.Env)
+		t.Fatalf("%s %s: %v\n%s\nenvironment: %v", build, strings.Join(args, " "), err, out, cmd.Env)
 	}
 	checkExtensionsStarted(t, files...)
 }
@@ -259,7 +275,21 @@ func validateConfigs(t testing.TB, env map[string]string, files ...string) {
 func validatePod(t testing.TB, o *objects, spec corev1.PodSpec, configMapNames ...map[string]string) {
 	t.Helper()
 	files, env := podConfigs(t, o, spec)
-	validateConfigs(t, env, files...)
+	validateConfigs(t, podBuild(t, spec.Containers[0]), env, files...)
+}
+
+// podBuild is the build a container runs: the image's entrypoint (the full build) unless
+// its command names the agent's.
+func podBuild(t testing.TB, c corev1.Container) string {
+	t.Helper()
+	switch {
+	case len(c.Command) == 0:
+		return fullBuild
+	case len(c.Command) == 1 && (c.Command[0] == agentBuild || c.Command[0] == fullBuild):
+		return c.Command[0]
+	}
+	t.Fatalf("container %s runs %q: neither of the image's builds (%s, %s)", c.Name, c.Command, fullBuild, agentBuild)
+	return ""
 }
 
 // podConfigs writes the config files a pod's first container would read into a temporary

@@ -141,7 +141,9 @@ func TestOperatorCollector(t *testing.T) {
 			ReadinessProbe: bc.ReadinessProbe,
 		}},
 	}
-	checkAgentPod(t, spec, defaultAgent)
+	operatorAgent := defaultAgent
+	operatorAgent.entrypoint = true
+	checkAgentPod(t, spec, operatorAgent)
 
 	cfg, err := yaml.Marshal(cr.Spec.Config)
 	if err != nil {
@@ -159,5 +161,7 @@ func TestOperatorCollector(t *testing.T) {
 			env[e.Name] = "gpu-node-1"
 		}
 	}
-	validateConfigs(t, env, f)
+	// The OpenTelemetryCollector resource cannot set a command: the operator runs the
+	// image's entrypoint, the full build.
+	validateConfigs(t, fullBuild, env, f)
 }

@@ -92,16 +92,18 @@ func offenders(pkgs map[string][]string, skip func(pkg string) bool) []string {
 	return out
 }
 
-// TestCollectorLinksNoTestCodeOfOurs: none of our packages that otelcol-gpu links imports
-// test code. (The collector's own service package links componenttest and friends; that is
-// not ours to change.)
+// TestCollectorLinksNoTestCodeOfOurs: none of our packages that otelcol-gpu or the node
+// agent's build otelcol-gpu-agent links imports test code. (The collector's own service
+// package links componenttest and friends; that is not ours to change.)
 func TestCollectorLinksNoTestCodeOfOurs(t *testing.T) {
 	root, err := filepath.Abs(filepath.Join("..", ".."))
 	require.NoError(t, err)
-	pkgs := imports(t, filepath.Join(root, "distribution"), "-deps", ".")
-	require.Contains(t, pkgs, module+"/receiver/gpureceiver", "the distribution links the gpu receiver")
-	require.Contains(t, pkgs, module+"/processor/gpuenrichprocessor", "and gpu_enrich")
-	assert.Empty(t, offenders(pkgs, func(string) bool { return false }))
+	for _, dist := range []string{"distribution", filepath.Join("distribution", "agent")} {
+		pkgs := imports(t, filepath.Join(root, dist), "-deps", ".")
+		require.Contains(t, pkgs, module+"/receiver/gpureceiver", "%s links the gpu receiver", dist)
+		require.Contains(t, pkgs, module+"/processor/gpuenrichprocessor", "and gpu_enrich")
+		assert.Empty(t, offenders(pkgs, func(string) bool { return false }), dist)
+	}
 }
 
 // TestNoNonTestPackageOfOursImportsTestCode: the same for every package of the module

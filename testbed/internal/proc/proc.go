@@ -259,15 +259,39 @@ func CollectorBinary(t testing.TB) string {
 	return bin
 }
 
-// Collector starts otelcol-gpu on config files (merged in order) with --set overrides and
-// waits for its health endpoint (which must be healthAddr).
-func Collector(t testing.TB, name string, env []string, configs []string, healthAddr string, sets ...string) *Process {
+// AgentBinary is the node agent's lean build, otelcol-gpu-agent (builder-config-agent.yaml):
+// $OTELCOL_GPU_AGENT_BINARY, or the one `make build` writes. It runs configs/agent.yaml,
+// configs/agent-to-gateway.yaml and the overlays in deploy/config-overlays/; the gateway,
+// the dcgm-exporter compatibility overlays and the demo need the full build.
+func AgentBinary(t testing.TB) string {
 	t.Helper()
-	return CollectorFlags(t, name, env, nil, configs, healthAddr, sets...)
+	bin := os.Getenv("OTELCOL_GPU_AGENT_BINARY")
+	if bin == "" {
+		bin = filepath.Join(RepoRoot(), "distribution", "agent", "otelcol-gpu-agent")
+	}
+	if _, err := os.Stat(bin); err != nil {
+		t.Fatalf("agent binary %s not found (%v): run `make build` first, or `make e2e`", bin, err)
+	}
+	return bin
 }
 
-// CollectorFlags is Collector with extra command-line flags first (e.g. --feature-gates).
-func CollectorFlags(t testing.TB, name string, env, flags, configs []string, healthAddr string, sets ...string) *Process {
+// Collector starts the full otelcol-gpu build on config files (merged in order) with --set
+// overrides and waits for its health endpoint (which must be healthAddr).
+func Collector(t testing.TB, name string, env []string, configs []string, healthAddr string, sets ...string) *Process {
+	t.Helper()
+	return StartCollector(t, CollectorBinary(t), name, env, nil, configs, healthAddr, sets...)
+}
+
+// Agent is Collector on the node agent's build (AgentBinary).
+func Agent(t testing.TB, name string, env []string, configs []string, healthAddr string, sets ...string) *Process {
+	t.Helper()
+	return StartCollector(t, AgentBinary(t), name, env, nil, configs, healthAddr, sets...)
+}
+
+// StartCollector starts a collector binary (CollectorBinary or AgentBinary) with extra
+// command-line flags first (e.g. --feature-gates), then the config files and --set
+// overrides, and waits for its health endpoint.
+func StartCollector(t testing.TB, binary, name string, env, flags, configs []string, healthAddr string, sets ...string) *Process {
 	t.Helper()
 	args := append([]string(nil), flags...)
 	for _, c := range configs {
@@ -276,7 +300,7 @@ func CollectorFlags(t testing.TB, name string, env, flags, configs []string, hea
 	for _, s := range sets {
 		args = append(args, "--set", s)
 	}
-	p := Start(t, name, env, CollectorBinary(t), args...)
+	p := Start(t, name, env, binary, args...)
 	p.WaitHTTP200(t, fmt.Sprintf("http://%s/", healthAddr), 60*time.Second)
 	return p
 }
