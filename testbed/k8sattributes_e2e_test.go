@@ -44,17 +44,24 @@ type k8sPod struct {
 	ownerName       string
 	labels          map[string]string
 	gpu             int
+	// configHash makes it a static pod's mirror: the kubelet's UID for the pod (its
+	// cgroups, its log directory), while the API object has a UID of its own.
+	configHash string
 }
 
 var k8sPods = []k8sPod{
 	// A Deployment's pod: k8s_attributes names the Deployment from the ReplicaSet's name
 	// and the pod-template-hash label, as the Deployment controller makes them.
 	{"ml", "trainer-5d8f7c9b4f-x2x7k", "ReplicaSet", "trainer-5d8f7c9b4f",
-		map[string]string{"app.kubernetes.io/name": "trainer", "pod-template-hash": "5d8f7c9b4f"}, 0},
-	{"ml", "ranks-0", "StatefulSet", "ranks", map[string]string{"app.kubernetes.io/name": "ranks"}, 1},
-	{"batch", "eval-q8k2p", "Job", "eval", map[string]string{"app.kubernetes.io/name": "eval"}, 2},
+		map[string]string{"app.kubernetes.io/name": "trainer", "pod-template-hash": "5d8f7c9b4f"}, 0, ""},
+	{"ml", "ranks-0", "StatefulSet", "ranks", map[string]string{"app.kubernetes.io/name": "ranks"}, 1, ""},
+	{"batch", "eval-q8k2p", "Job", "eval", map[string]string{"app.kubernetes.io/name": "eval"}, 2, ""},
 	// Deleted from the API server during the test; the kubelet keeps reporting it.
-	{"ml", "scratch", "", "", map[string]string{"app.kubernetes.io/name": "scratch"}, 3},
+	{"ml", "scratch", "", "", map[string]string{"app.kubernetes.io/name": "scratch"}, 3, ""},
+	// A static pod (a node's GPU health check from /etc/kubernetes/manifests), owned by the
+	// node as the kubelet writes its mirror.
+	{"kube-system", "gpu-check-" + k8sNode, "Node", k8sNode, map[string]string{"app.kubernetes.io/name": "gpu-check"}, 5,
+		"6f1e2d3c4b5a69788796a5b4c3d2e1f0"},
 }
 
 // startK8sAgent runs the shipped agent on the node with k8s_attributes in its pipeline,
@@ -68,6 +75,7 @@ func startK8sAgent(t *testing.T, p *prom.Server, s *kubeapi.Server, host string,
 	node := k8sFakeNode(t, uuids)
 	node.sets = append([]string{
 		"processors::k8s_attributes::auth_type=kubeConfig",
+		"processors::gpu_enrich::kube_api::auth_type=kubeConfig",
 		"service::pipelines::metrics::processors=[memory_limiter,gpu_enrich,k8s_attributes,batch]",
 	}, extraSets...)
 	node.env = []string{"KUBECONFIG=" + kubeconfig, "K8S_NODE_NAME=" + k8sNode}
@@ -93,7 +101,7 @@ func k8sFakeNode(t *testing.T, uuids []string) agentNode {
 func createK8sPods(t *testing.T, s *kubeapi.Server) {
 	t.Helper()
 	ctx := context.Background()
-	for _, ns := range []string{"ml", "batch"} {
+	for _, ns := range []string{"ml", "batch", "kube-system"} {
 		s.EnsureServiceAccount(t, ns, "default")
 	}
 	for _, p := range k8sPods {
@@ -104,10 +112,16 @@ func createK8sPods(t *testing.T, s *kubeapi.Server) {
 				Containers: []corev1.Container{{Name: "main", Image: "registry.example/train:1"}},
 			},
 		}
+		if p.configHash != "" {
+			pod.Annotations = map[string]string{"kubernetes.io/config.mirror": p.configHash}
+		}
 		if p.ownerKind != "" {
 			apiVersion := "apps/v1"
-			if p.ownerKind == "Job" {
+			switch p.ownerKind {
+			case "Job":
 				apiVersion = "batch/v1"
+			case "Node":
+				apiVersion = "v1"
 			}
 			controller := true
 			pod.OwnerReferences = []metav1.OwnerReference{{
@@ -196,11 +210,18 @@ func TestK8sAttributesFromTheAPIServer(t *testing.T) {
 	// delete loop still runs every 30 s): a timing knob of the test, not of the setup.
 	startK8sAgent(t, p, s, "e2e-k8s", "processors::k8s_attributes::pod_delete_grace_period=1s")
 
+	mirror, err := s.Client.CoreV1().Pods("kube-system").Get(context.Background(), "gpu-check-"+k8sNode, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	want := map[string]map[string]string{
 		"0": {"k8s_deployment_name": "trainer", "k8s_pod_label_app": "trainer", "k8s_pod_name": "trainer-5d8f7c9b4f-x2x7k"},
 		"1": {"k8s_statefulset_name": "ranks", "k8s_pod_label_app": "ranks", "k8s_pod_name": "ranks-0"},
 		"2": {"k8s_job_name": "eval", "k8s_pod_label_app": "eval", "k8s_namespace_name": "batch"},
 		"3": {"k8s_pod_label_app": "scratch", "k8s_pod_name": "scratch"},
+		// The static pod's GPU carries its mirror's UID (what k8s_attributes and
+		// kube-state-metrics know), not the config hash, so k8s_attributes finds it.
+		"5": {"k8s_pod_label_app": "gpu-check", "k8s_pod_name": "gpu-check-" + k8sNode, "k8s_pod_uid": string(mirror.UID)},
 	}
 	prom.Eventually(t, 90*time.Second, "workload labels from the API server", func() error {
 		got, err := gpuLabels(p, "e2e-k8s")

@@ -164,6 +164,11 @@ func (p *gpuEnrichProcessor) attributeProcess(proc *processView, g *gpuView) own
 			if named, ok := p.src.names.Lookup(loc.PodUID); ok {
 				pod.Namespace, pod.Name = named.Namespace, named.Name
 				pod.Container = named.ContainerName(loc.ContainerID)
+				// A static pod's cgroup has its config hash; the series carry the UID
+				// its GPUs' do, the API's, so that k8s_attributes associates both.
+				if named.APIUID != "" {
+					pod.UID = named.APIUID
+				}
 			}
 		}
 		for _, h := range holders {

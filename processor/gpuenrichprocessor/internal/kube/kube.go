@@ -266,7 +266,7 @@ func (c *Client) Lookup(uid string) (podnames.Pod, bool) {
 		return podnames.Pod{}, false
 	}
 	p := objs[0].(*corev1.Pod)
-	out := podnames.Pod{Namespace: p.Namespace, Name: p.Name, ContainerIDs: map[string]string{}}
+	out := podnames.Pod{Namespace: p.Namespace, Name: p.Name, APIUID: string(p.UID), ContainerIDs: map[string]string{}}
 	for _, ctr := range p.Spec.Containers {
 		out.Containers = append(out.Containers, ctr.Name)
 	}
@@ -291,8 +291,9 @@ func runtimeID(s string) string {
 	return s
 }
 
-// UID returns the UID the kubelet uses for the pod with that namespace and name: the API
-// object's, or for a static pod the config hash its mirror carries (the UID in its cgroup).
+// UID returns the API object's UID of the pod with that namespace and name; for a static
+// pod its mirror's (what k8s_attributes and kube-state-metrics know it by), not the config
+// hash the kubelet uses in cgroups and log directories.
 func (c *Client) UID(namespace, name string) (string, bool) {
 	pods, _ := c.informers()
 	if pods == nil {
@@ -302,11 +303,7 @@ func (c *Client) UID(namespace, name string) (string, bool) {
 	if err != nil || !ok {
 		return "", false
 	}
-	p := obj.(*corev1.Pod)
-	if hash := p.Annotations[mirrorAnnotation]; hash != "" {
-		return hash, true
-	}
-	return string(p.UID), true
+	return string(obj.(*corev1.Pod).UID), true
 }
 
 // Finished reports whether the pod is known to have finished (phase Succeeded or

@@ -106,13 +106,14 @@ func TestPodsOfTheNode(t *testing.T) {
 	assert.Equal(t, "5fb5b359-2df7-421a-8b41-2a10445bd33c", uid)
 	uid, ok = c.UID("kube-system", "healthcheck-gpu-node-1")
 	require.True(t, ok)
-	assert.Equal(t, "75ac3abd1666de7567d19fee0c3a4b0e", uid, "a static pod's UID is the one in its cgroup")
+	assert.Equal(t, "0b0c0d0e-0000-4000-8000-000000000001", uid, "a static pod's UID is its mirror's, which k8s_attributes and kube-state-metrics know")
 	_, ok = c.UID("ml", "unknown")
 	assert.False(t, ok)
 
 	p, ok = c.Lookup("75ac3abd1666de7567d19fee0c3a4b0e")
 	require.True(t, ok, "a static pod by the config hash its cgroup carries")
 	assert.Equal(t, "healthcheck-gpu-node-1", p.Name)
+	assert.Equal(t, "0b0c0d0e-0000-4000-8000-000000000001", p.APIUID, "and its mirror's UID in the API")
 	_, ok = c.Lookup("ffffffff-0000-4000-8000-000000000000")
 	assert.False(t, ok)
 }

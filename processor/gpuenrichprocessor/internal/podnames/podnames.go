@@ -21,6 +21,11 @@ type Pod struct {
 	// ContainerIDs maps container IDs to names, where the source knows them (the
 	// Kubernetes API does; the log directory does not).
 	ContainerIDs map[string]string
+	// APIUID is the pod object's UID in the Kubernetes API, where the source knows it. It
+	// differs from the UID the pod was looked up by only for a static pod: the kubelet
+	// (cgroups, log directory) uses its config hash, the API its mirror pod's own UID,
+	// which is what k8s_attributes and kube-state-metrics key on.
+	APIUID string
 }
 
 // ContainerName names the container with that ID: by its ID when known, else the pod's
