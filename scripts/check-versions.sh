@@ -74,7 +74,7 @@ newest() { # module -> its newest release the proxy lists ("" when it cannot be 
 for pair in "go.opentelemetry.io/collector/receiver/otlpreceiver v$core" \
             "github.com/open-telemetry/opentelemetry-collector-contrib/processor/transformprocessor v$contrib"; do
   read -r mod pinned <<<"$pair"
-  latest=$(newest "$mod")
+  latest=$(newest "$mod" || true)
   if [[ -z "$latest" ]]; then
     echo "newer collector line: cannot ask the module proxy about $mod (offline?)"
   elif [[ "$(printf '%s\n%s\n' "$pinned" "$latest" | sort -V | tail -1)" != "$pinned" ]]; then

@@ -84,7 +84,10 @@ func (c converter) check(id string, client map[string]any) error {
 			// Never repeat the URL: it holds the password.
 			return fmt.Errorf("exporters::%s::%s has credentials in its URL (user:password@%s): they would appear in logs and self-metric labels; use an auth overlay instead (deploy/README.md)", id, key, u.Host)
 		}
-		plaintext := strings.HasPrefix(strings.ToLower(raw), "http://") || (insecureGRPC && !strings.Contains(raw, "://"))
+		// gRPC with tls.insecure is plain text whatever the target's form (host:port,
+		// dns:///host:port, passthrough:///…), unless its scheme asks for TLS.
+		lower := strings.ToLower(raw)
+		plaintext := strings.HasPrefix(lower, "http://") || (insecureGRPC && !strings.HasPrefix(lower, "https://"))
 		if authenticates && plaintext && !c.allowPlaintext {
 			host := raw
 			if err == nil && u.Host != "" {

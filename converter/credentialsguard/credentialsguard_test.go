@@ -36,6 +36,9 @@ func TestConvert(t *testing.T) {
 		{name: "otlp_grpc insecure with a token", conf: map[string]any{"exporters": map[string]any{"otlp_grpc/extra": map[string]any{
 			"endpoint": "otlp.example.com:4317", "tls": map[string]any{"insecure": true}, "auth": map[string]any{"authenticator": "bearertokenauth/x"},
 		}}}, wantErr: "otlp_grpc/extra sends credentials in plain text"},
+		{name: "otlp_grpc insecure, dns resolver target, with a token", conf: map[string]any{"exporters": map[string]any{"otlp_grpc/extra": map[string]any{
+			"endpoint": "dns:///otlp.example.com:4317", "tls": map[string]any{"insecure": true}, "auth": map[string]any{"authenticator": "bearertokenauth/x"},
+		}}}, wantErr: "otlp_grpc/extra sends credentials in plain text"},
 		{name: "otlp_grpc over TLS with a token", conf: map[string]any{"exporters": map[string]any{"otlp_grpc": map[string]any{
 			"endpoint": "gw:4317", "auth": map[string]any{"authenticator": "bearertokenauth/gateway"},
 		}}}},

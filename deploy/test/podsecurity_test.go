@@ -196,6 +196,25 @@ func TestPodSecurityAdmission(t *testing.T) {
 			if err := create(agentPod); err != nil {
 				t.Errorf("the agent's pod under the admission policy: %v", err)
 			}
+			// `kubectl debug` adds a container to a running pod through the
+			// pods/ephemeralcontainers subresource: the policy covers that path too.
+			live := agentPod.DeepCopy()
+			live.Name = "agent-debug-probe"
+			live, err = c.CoreV1().Pods(agentNS).Create(ctx, live, metav1.CreateOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = c.CoreV1().Pods(agentNS).Delete(ctx, live.Name, metav1.DeleteOptions{}) }()
+			live.Spec.EphemeralContainers = append(live.Spec.EphemeralContainers, corev1.EphemeralContainer{
+				EphemeralContainerCommon: corev1.EphemeralContainerCommon{
+					Name: "debugger", Image: "busybox",
+					SecurityContext: &corev1.SecurityContext{Privileged: ptr(true)},
+				},
+			})
+			_, err = c.CoreV1().Pods(agentNS).UpdateEphemeralContainers(ctx, live.Name, live, metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}})
+			if err == nil || !strings.Contains(err.Error(), "no privileged container") {
+				t.Errorf("a privileged ephemeral container in the agents' namespace %s: %v, want refused (no privileged container)", agentNS, err)
+			}
 
 			// Why "privileged": at baseline the same pod is refused for its host mounts.
 			baseline := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
