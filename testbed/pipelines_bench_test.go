@@ -170,11 +170,14 @@ func startNative(t *testing.T, p *prom.Server, gpus int, interval time.Duration,
 		// As the shipped DaemonSets and systemd unit run it.
 		"GOMAXPROCS=1",
 	}
+	// Variations to measure, e.g. BENCH_NATIVE_ENV=GOMAXPROCS=2 or
+	// BENCH_AGENT_SETS=service::pipelines::metrics::processors=[memory_limiter,gpu_enrich].
+	env = append(env, strings.Fields(os.Getenv("BENCH_NATIVE_ENV"))...)
 	configs := []string{filepath.Join(proc.RepoRoot(), "configs", "agent.yaml")}
 	for _, o := range overlays {
 		configs = append(configs, filepath.Join(proc.RepoRoot(), o))
 	}
-	return proc.Agent(t, "native", env, append(configs, overlay), health)
+	return proc.Agent(t, "native", env, append(configs, overlay), health, strings.Fields(os.Getenv("BENCH_AGENT_SETS"))...)
 }
 
 func scrapeConfig(t *testing.T, target string, interval time.Duration, rw string) string {
