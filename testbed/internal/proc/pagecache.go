@@ -25,8 +25,9 @@ func EvictFromPageCache(path string) error {
 	return nil
 }
 
-// LoadIntoPageCache reads a whole file, so that all its pages are in the page cache (as
-// right after an image pull or a package install wrote it).
+// LoadIntoPageCache reads a whole file, so that all its pages are in the page cache as
+// reads leave them (after a checksum or a copy from it). A file just written sits there
+// differently (FreshCopy): TestAgentMemory measures both.
 func LoadIntoPageCache(path string) error {
 	f, err := os.Open(path)
 	if err != nil {
