@@ -33,6 +33,8 @@ type gpuDevice struct {
 	static   staticFacts
 	// fieldRequest is the GPU's nvmlDeviceGetFieldValues batch, reused every scrape.
 	fieldRequest []nvml.FieldValue
+	// fieldValues holds the decoded answers to fieldRequest, reused every scrape.
+	fieldValues fieldValues
 
 	// lastSampleTS is the newest utilization sample seen, per sampling type, so that each
 	// scrape averages only the samples taken since the previous one.

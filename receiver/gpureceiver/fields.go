@@ -110,7 +110,12 @@ func newFieldRequest(m *metadata.MetricsConfig, links int) []nvml.FieldValue {
 }
 
 func (r *deviceRead) readFields() {
-	r.fields = fieldValues{}
+	// The map is the GPU's, emptied and refilled every scrape (no allocation once sized).
+	if r.dev.fieldValues == nil {
+		r.dev.fieldValues = make(fieldValues, len(r.dev.fieldRequest))
+	}
+	clear(r.dev.fieldValues)
+	r.fields = r.dev.fieldValues
 	if r.skip(callGetFieldValues) || len(r.dev.fieldRequest) == 0 {
 		return
 	}

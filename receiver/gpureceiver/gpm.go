@@ -143,6 +143,9 @@ type gpmTarget struct {
 type gpmPair struct {
 	prev, cur nvml.GpmSample
 	primed    bool
+	// req is reused every interval: the request type carries room for every GPM metric
+	// (~18 KiB), too much to allocate per GPU per scrape.
+	req nvml.GpmMetricsGetType
 }
 
 func newNVMLGPM(lib nvml.Interface, req gpmRequest) *nvmlGPM {
@@ -198,9 +201,10 @@ func (g *nvmlGPM) Read(dev nvml.Device, gpuInstance int) (gpmValues, bool, nvml.
 		p.prev, p.cur = p.cur, p.prev
 		return gpmValues{}, false, nvml.SUCCESS
 	}
-	req := &nvml.GpmMetricsGetType{Sample1: p.prev, Sample2: p.cur, NumMetrics: uint32(len(ids))}
+	req := &p.req
+	req.Sample1, req.Sample2, req.NumMetrics = p.prev, p.cur, uint32(len(ids))
 	for i, id := range ids {
-		req.Metrics[i].MetricId = uint32(id)
+		req.Metrics[i] = nvml.GpmMetric{MetricId: uint32(id)}
 	}
 	p.prev, p.cur = p.cur, p.prev
 	if ret := g.lib.GpmMetricsGet(req); ret != nvml.SUCCESS {
