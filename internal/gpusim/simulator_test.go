@@ -278,3 +278,28 @@ func TestChurnEndsAProcessAndAMIGInstance(t *testing.T) {
 	assert.Less(t, mem1.Used, mem0.Used, "the exited process's memory is freed")
 	assert.Contains(t, s.MIGDevices()[churnMIGGPU], doomed.(*MigDevice).uuid, "MIGDevices lists the layout the scenario started with")
 }
+
+// The event wait sleeps like a driver's: an injected XID wakes it at once, and with
+// nothing to hand out it answers ERROR_TIMEOUT once the timeout has passed.
+func TestEventWaitWakesOnInjectionAndOtherwiseSleepsUntilTimeout(t *testing.T) {
+	s, _ := newTestSim(t, "dgxh100", "steady-training", 1)
+	set, ret := s.EventSetCreate()
+	require.Equal(t, nvml.SUCCESS, ret)
+	d, _ := s.DeviceGetHandleByIndex(3)
+	require.Equal(t, nvml.SUCCESS, d.RegisterEvents(nvml.EventTypeXidCriticalError, set))
+
+	start := time.Now()
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		s.InjectXID(3, 79, 1)
+	}()
+	ev, ret := set.Wait(10_000)
+	require.Equal(t, nvml.SUCCESS, ret)
+	assert.Equal(t, uint64(79), ev.EventData)
+	assert.Less(t, time.Since(start), 5*time.Second, "an injected XID ends the wait")
+
+	start = time.Now()
+	_, ret = set.Wait(300)
+	assert.Equal(t, nvml.ERROR_TIMEOUT, ret)
+	assert.GreaterOrEqual(t, time.Since(start), 300*time.Millisecond)
+}
