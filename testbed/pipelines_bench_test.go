@@ -63,25 +63,36 @@ func dcgmFieldsFor(perGPU int) []struct{ name, typ string } {
 	return fields[:perGPU]
 }
 
-// dcgmExposition serves what dcgm-exporter would for `gpus` GPUs with `perGPU` fields each,
-// values moving each scrape, and returns the target's host:port.
-func dcgmExposition(t *testing.T, gpus, perGPU int) string {
+// dcgmExpositions serves what dcgm-exporter would for `gpus` GPUs with `perGPU` fields
+// each, values moving each scrape: one exposition (target) per 8 GPUs, as one
+// dcgm-exporter per 8-GPU node, so that the scrapers handle as many targets as the native
+// path has receivers (one per 8 GPUs). It returns the targets' host:port.
+func dcgmExpositions(t *testing.T, gpus, perGPU int) []string {
 	t.Helper()
 	fields := dcgmFieldsFor(perGPU)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		now := time.Now().UnixMilli()
-		var b strings.Builder
-		for _, f := range fields {
-			fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s %s\n", f.name, f.name, f.name, f.typ)
-			for g := range gpus {
-				fmt.Fprintf(&b, `%s{gpu="%d",UUID="GPU-%08x-0000-4000-8000-%012d",pci_bus_id="00000000:%02X:00.0",device="nvidia%d",modelName="NVIDIA H100 80GB HBM3",Hostname="bench-node-%d",DCGM_FI_DRIVER_VERSION="550.54.15",container="pytorch",namespace="ml",pod="train-%d"} %d`+"\n",
-					f.name, g%8, g, g, g%256, g%8, g/8, g, (now/1000+int64(g))%1000)
+	var targets []string
+	for node := range gpus / 8 {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			now := time.Now().UnixMilli()
+			var b strings.Builder
+			for _, f := range fields {
+				fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s %s\n", f.name, f.name, f.name, f.typ)
+				for g := node * 8; g < node*8+8; g++ {
+					fmt.Fprintf(&b, `%s{gpu="%d",UUID="GPU-%08x-0000-4000-8000-%012d",pci_bus_id="00000000:%02X:00.0",device="nvidia%d",modelName="NVIDIA H100 80GB HBM3",Hostname="bench-node-%d",DCGM_FI_DRIVER_VERSION="550.54.15",container="pytorch",namespace="ml",pod="train-%d"} %d`+"\n",
+						f.name, g%8, g, g, g%256, g%8, node, g, (now/1000+int64(g))%1000)
+				}
 			}
-		}
-		_, _ = io.WriteString(w, b.String())
-	}))
-	t.Cleanup(srv.Close)
-	return strings.TrimPrefix(srv.URL, "http://")
+			_, _ = io.WriteString(w, b.String())
+		}))
+		t.Cleanup(srv.Close)
+		targets = append(targets, strings.TrimPrefix(srv.URL, "http://"))
+	}
+	return targets
+}
+
+// yamlTargets writes targets as a YAML flow list of quoted strings.
+func yamlTargets(targets []string) string {
+	return `["` + strings.Join(targets, `", "`) + `"]`
 }
 
 // appended is the receiving Prometheus's count of samples appended to its head.
@@ -180,14 +191,14 @@ func startNative(t *testing.T, p *prom.Server, gpus int, interval time.Duration,
 	return proc.Agent(t, "native", env, append(configs, overlay), health, strings.Fields(os.Getenv("BENCH_AGENT_SETS"))...)
 }
 
-func scrapeConfig(t *testing.T, target string, interval time.Duration, rw string) string {
+func scrapeConfig(t *testing.T, targets []string, interval time.Duration, rw string) string {
 	return fmt.Sprintf(`receivers:
   prometheus:
     config:
       scrape_configs:
         - job_name: dcgm-exporter
           scrape_interval: %s
-          static_configs: [{targets: ["%s"]}]
+          static_configs: [{targets: %s}]
 processors:
   memory_limiter: {check_interval: 1s, limit_mib: 200, spike_limit_mib: 50}
   batch: {timeout: 200ms, send_batch_size: 4096}
@@ -206,7 +217,7 @@ service:
   telemetry: {metrics: {level: none}}
   pipelines:
     metrics: {receivers: [prometheus], processors: [memory_limiter, batch], exporters: [prometheus_remote_write]}
-`, interval, target, rw)
+`, interval, yamlTargets(targets), rw)
 }
 
 // startScrapeCollector runs path c's collector, bin/otelcol-scrape (a stock build with the
@@ -272,6 +283,9 @@ func TestPipelinesSideBySide(t *testing.T) {
 			native.Stop(10 * time.Second)
 			nativePerGPU := seriesIn(t, p) / gpus
 			p.Stop()
+			if os.Getenv("BENCH_NATIVE_ONLY") != "" {
+				continue // measuring a variation of the native agent (BENCH_NATIVE_ENV, BENCH_AGENT_SETS)
+			}
 
 			// The same agent with native OTLP into Prometheus 3 instead of remote-write.
 			p = startPrometheusOTLP(t)
@@ -291,10 +305,10 @@ func TestPipelinesSideBySide(t *testing.T) {
 				label  string
 				perGPU int
 			}{{"21 default fields", len(dcgmFields)}, {"same volume", nativePerGPU}} {
-				target := dcgmExposition(t, gpus, size.perGPU)
+				targets := dcgmExpositions(t, gpus, size.perGPU)
 				p = prom.Start(t, "")
 				agentCfg := filepath.Join(t.TempDir(), "agent.yml")
-				_ = os.WriteFile(agentCfg, []byte(fmt.Sprintf("global: {scrape_interval: %s}\nscrape_configs:\n  - job_name: dcgm-exporter\n    static_configs: [{targets: [\"%s\"]}]\nremote_write:\n  - url: %s\n", interval, target, p.RemoteWriteURL())), 0o600)
+				_ = os.WriteFile(agentCfg, []byte(fmt.Sprintf("global: {scrape_interval: %s}\nscrape_configs:\n  - job_name: dcgm-exporter\n    static_configs: [{targets: %s}]\nremote_write:\n  - url: %s\n", interval, yamlTargets(targets), p.RemoteWriteURL())), 0o600)
 				agent := proc.Start(t, "prometheus-agent", nil, promBin, prom.AgentModeFlag(t), "--config.file="+agentCfg,
 					"--storage.agent.path="+t.TempDir(), fmt.Sprintf("--web.listen-address=127.0.0.1:%d", proc.FreePort(t)))
 				run("b) dcgm ("+size.label+") + Prometheus agent", p, measure(t, p, agent, warm, window))
@@ -302,7 +316,7 @@ func TestPipelinesSideBySide(t *testing.T) {
 				p.Stop()
 
 				p = prom.Start(t, "")
-				scraper := startScrapeCollector(t, "collector-scrape", scrapeConfig(t, target, interval, p.RemoteWriteURL()))
+				scraper := startScrapeCollector(t, "collector-scrape", scrapeConfig(t, targets, interval, p.RemoteWriteURL()))
 				run("c) dcgm ("+size.label+") + collector prometheus receiver", p, measure(t, p, scraper, warm, window))
 				scraper.Stop(10 * time.Second)
 				p.Stop()
