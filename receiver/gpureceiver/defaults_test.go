@@ -14,6 +14,8 @@ import (
 	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpureceiver/internal/metadata"
 )
 
 // Tests of the lean default set (issue 15): what it reports, what it does not ask NVML
@@ -45,6 +47,26 @@ func TestNVLinkIsPerGPUByDefaultAndSumsTheLinks(t *testing.T) {
 			assert.False(t, hasLink)
 		}
 		assert.Equal(t, 18.0, pointValue(t, gpu, "nvidia.gpu.nvlink.state", nil), "an H100 with all 18 links up")
+	}
+}
+
+// TestNVLinkTotalsFollowTheConfiguredAggregation: the links are summed per GPU whatever
+// other attribute is kept (errors per type), and an aggregation other than a sum still
+// applies over the links (avg of links up: the share of links up).
+func TestNVLinkTotalsFollowTheConfiguredAggregation(t *testing.T) {
+	cfg := testConfig()
+	cfg.Metrics.NvidiaGpuNvlinkErrors.EnabledAttributes = []metadata.NvidiaGpuNvlinkErrorsMetricAttributeKey{metadata.NvidiaGpuNvlinkErrorsMetricAttributeKeyNvidiaGpuNvlinkErrorType}
+	cfg.Metrics.NvidiaGpuNvlinkState.AggregationStrategy = metadata.AggregationStrategyAvg
+	_, _, got := scrapeWith(t, cfg, "dgxh100", "ecc-degrading", 40*time.Second)
+	_, _, full := scrapeWith(t, fullTestConfig(t), "dgxh100", "ecc-degrading", 40*time.Second)
+	require.NoError(t, got.err)
+	fullGPUs := gpuResources(full.md)
+	for uuid, gpu := range gpuResources(got.md) {
+		for _, kind := range []string{"crc", "replay", "recovery"} {
+			attrs := map[string]string{"nvidia.gpu.nvlink.error.type": kind}
+			assert.Equal(t, sumPoints(t, fullGPUs[uuid], "nvidia.gpu.nvlink.errors", attrs), pointValue(t, gpu, "nvidia.gpu.nvlink.errors", attrs), "%s errors of %s", kind, uuid)
+		}
+		assert.Equal(t, 1.0, pointValue(t, gpu, "nvidia.gpu.nvlink.state", nil), "avg over an H100's 18 links, all up")
 	}
 }
 
