@@ -202,7 +202,9 @@ func powerCapped(m *machine, gpu int, t float64) reading {
 }
 
 // xidStorm: GPU 0 raises XID 13 (graphics engine exception) 20 times a second, GPU 1
-// XID 31 (MMU fault) twice a second, GPU 2 XID 94 (contained ECC error) every 10 s.
+// XID 31 (MMU fault) twice a second, GPU 2 XID 94 (contained ECC error) every 10 s, and
+// GPU 3 XID 43 (GPU stopped processing) once at 5 s, then XID 45 (preemptive cleanup)
+// once at 20 s: its last XID changes from one code to another.
 func xidStorm(m *machine, gpu int, t float64) reading {
 	r := steadyTraining(m, gpu, t)
 	switch gpu {
@@ -212,6 +214,13 @@ func xidStorm(m *machine, gpu int, t float64) reading {
 		r.xids = []xidCount{{code: 31, count: uint64(t * 2)}}
 	case 2:
 		r.xids = []xidCount{{code: 94, count: uint64(t / 10)}}
+	case 3:
+		if t >= 5 {
+			r.xids = append(r.xids, xidCount{code: 43, count: 1})
+		}
+		if t >= 20 {
+			r.xids = append(r.xids, xidCount{code: 45, count: 1})
+		}
 	}
 	return r
 }
