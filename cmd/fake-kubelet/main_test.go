@@ -46,7 +46,11 @@ func TestRunServesDemoPods(t *testing.T) {
 	conn, err := grpc.NewClient("unix://"+path, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	require.NoError(t, err)
 	defer conn.Close()
-	list, err := podresourcesv1.NewPodResourcesListerClient(conn).List(ctx, &podresourcesv1.ListPodResourcesRequest{})
+	// The socket file exists from bind(), a moment before listen(): wait for the server to
+	// be ready instead of failing on a refused first connection.
+	callCtx, callCancel := context.WithTimeout(ctx, 10*time.Second)
+	defer callCancel()
+	list, err := podresourcesv1.NewPodResourcesListerClient(conn).List(callCtx, &podresourcesv1.ListPodResourcesRequest{}, grpc.WaitForReady(true))
 	require.NoError(t, err)
 	ids := map[string]bool{}
 	for _, p := range list.GetPodResources() {
