@@ -121,3 +121,38 @@ func TestChangedAttributesEndTheOldSeries(t *testing.T) {
 	tr.EndMissing(md, 42)
 	assert.Len(t, ended(t, md), 3)
 }
+
+// A producer may write the same attributes in another order: it is the same series, and
+// must not be ended (an end marker would blank a series that is still reporting).
+func TestAttributeOrderDoesNotMakeANewSeries(t *testing.T) {
+	tr := New()
+	first := gpuBatch("node-1", "GPU-A")
+	res := first.ResourceMetrics().At(0).Resource().Attributes()
+	res.PutStr("k8s.pod.name", "train-0")
+	res.PutInt("nvidia.gpu.index", 3)
+	tr.EndMissing(first, 42)
+
+	reordered := pmetric.NewMetrics()
+	rm := reordered.ResourceMetrics().AppendEmpty()
+	first.ResourceMetrics().At(0).ScopeMetrics().CopyTo(rm.ScopeMetrics())
+	attrs := rm.Resource().Attributes()
+	attrs.PutInt("nvidia.gpu.index", 3)
+	attrs.PutStr("k8s.pod.name", "train-0")
+	attrs.PutStr("hw.id", "GPU-A")
+	attrs.PutStr("host.name", "node-1")
+	tr.EndMissing(reordered, 42)
+	assert.Empty(t, ended(t, reordered))
+}
+
+// Values of different types are different label values: the int 3 and the string "3"
+// name different series once exported, so changing one for the other ends the old one.
+func TestAValueOfAnotherTypeIsAnotherSeries(t *testing.T) {
+	tr := New()
+	md := gpuBatch("node-1", "GPU-A")
+	md.ResourceMetrics().At(0).Resource().Attributes().PutInt("nvidia.gpu.index", 3)
+	tr.EndMissing(md, 42)
+	md = gpuBatch("node-1", "GPU-A")
+	md.ResourceMetrics().At(0).Resource().Attributes().PutStr("nvidia.gpu.index", "4")
+	tr.EndMissing(md, 42)
+	assert.Len(t, ended(t, md), 3)
+}
