@@ -239,3 +239,31 @@ func TestSeriesOfALostGPUEndWithinOneInterval(t *testing.T) {
 	assert.Empty(t, endedOn(h.step(time.Second), "3"), "ended once")
 	assert.Empty(t, endedOn(h.step(time.Second), "0"), "the other GPUs go on")
 }
+
+// An owner attribute switched off in resource_attributes is written nowhere: not on the
+// GPU, its processes or the per-pod series (a user drops k8s.pod.uid to save a label).
+func TestADisabledOwnerAttributeIsNeverWritten(t *testing.T) {
+	cfg := testConfig()
+	cfg.ResourceAttributes.K8sPodUID.Enabled = false
+	cfg.ResourceAttributes.NvidiaGpuAttributionMethod.Enabled = false
+	h := newHarness(t, "dgxh100", "shared-gpu", cfg, exclusiveWithHostProcess)
+	md := h.run(3, 10*time.Second)
+
+	owned := resources(md, map[string]string{"k8s.pod.name": "trainer"})
+	require.NotEmpty(t, owned)
+	var kinds []string
+	for _, rm := range owned {
+		assert.Empty(t, attrOf(rm, "k8s.pod.uid"))
+		assert.Empty(t, attrOf(rm, "nvidia.gpu.attribution.method"))
+		assert.Equal(t, "pytorch", attrOf(rm, "k8s.container.name"), "the others are still written")
+		switch {
+		case attrOf(rm, "process.executable.name") != "":
+			kinds = append(kinds, "process")
+		case hasScopeMetric(rm, "nvidia.gpu.pod.memory.usage"):
+			kinds = append(kinds, "pod")
+		default:
+			kinds = append(kinds, "gpu")
+		}
+	}
+	assert.Subset(t, kinds, []string{"gpu", "process", "pod"})
+}

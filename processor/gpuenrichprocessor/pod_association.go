@@ -9,7 +9,6 @@ import (
 
 	"github.com/otelcol-gpu/otelcol-gpu/processor/gpuenrichprocessor/internal/allocation"
 	"github.com/otelcol-gpu/otelcol-gpu/processor/gpuenrichprocessor/internal/cgroup"
-	"github.com/otelcol-gpu/otelcol-gpu/processor/gpuenrichprocessor/internal/metadata"
 	"github.com/otelcol-gpu/otelcol-gpu/processor/gpuenrichprocessor/internal/podresources"
 )
 
@@ -201,28 +200,33 @@ func inferOwner(holders []podRef) owner {
 var ownerKeys = []string{"k8s.namespace.name", "k8s.pod.name", "k8s.pod.uid", "k8s.container.name", "container.id",
 	"k8s.resourceclaim.name", "slurm.job.id", "slurm.job.sluid", "slurm.job.step", "nvidia.gpu.attribution.method"}
 
-// putOwner writes an owner's attributes through the generated resource builder, so each
-// can be switched off in the configuration.
+// putOwner writes an owner's attributes, each only where the configuration's
+// resource_attributes leaves it enabled. It writes into attrs directly rather than through
+// the generated resource builder: this runs for every GPU, process and pod of every batch.
 func (p *gpuEnrichProcessor) putOwner(attrs pcommon.Map, o owner) {
-	rb := metadata.NewResourceBuilder(p.cfg.ResourceAttributes)
-	set := func(f func(string), v string) {
-		if v != "" {
-			f(v)
+	ra := p.cfg.ResourceAttributes
+	containerID := o.pod.ContainerID
+	if o.containerID != "" {
+		containerID = o.containerID
+	}
+	for _, a := range [...]struct {
+		key     string
+		enabled bool
+		value   string
+	}{
+		{"k8s.namespace.name", ra.K8sNamespaceName.Enabled, o.pod.Namespace},
+		{"k8s.pod.name", ra.K8sPodName.Enabled, o.pod.Name},
+		{"k8s.pod.uid", ra.K8sPodUID.Enabled, o.pod.UID},
+		{"k8s.container.name", ra.K8sContainerName.Enabled, o.pod.Container},
+		{"container.id", ra.ContainerID.Enabled, containerID},
+		{"k8s.resourceclaim.name", ra.K8sResourceclaimName.Enabled, o.pod.Claim},
+		{"slurm.job.id", ra.SlurmJobID.Enabled, o.slurmJob},
+		{"slurm.job.sluid", ra.SlurmJobSluid.Enabled, o.slurmSLUID},
+		{"slurm.job.step", ra.SlurmJobStep.Enabled, o.slurmStep},
+		{"nvidia.gpu.attribution.method", ra.NvidiaGpuAttributionMethod.Enabled, o.method},
+	} {
+		if a.enabled && a.value != "" {
+			attrs.PutStr(a.key, a.value)
 		}
 	}
-	set(rb.SetK8sNamespaceName, o.pod.Namespace)
-	set(rb.SetK8sPodName, o.pod.Name)
-	set(rb.SetK8sPodUID, o.pod.UID)
-	set(rb.SetK8sContainerName, o.pod.Container)
-	set(rb.SetContainerID, o.pod.ContainerID)
-	set(rb.SetContainerID, o.containerID)
-	set(rb.SetK8sResourceclaimName, o.pod.Claim)
-	set(rb.SetSlurmJobID, o.slurmJob)
-	set(rb.SetSlurmJobSluid, o.slurmSLUID)
-	set(rb.SetSlurmJobStep, o.slurmStep)
-	set(rb.SetNvidiaGpuAttributionMethod, o.method)
-	rb.Emit().Attributes().Range(func(k string, v pcommon.Value) bool {
-		v.CopyTo(attrs.PutEmpty(k))
-		return true
-	})
 }

@@ -63,16 +63,16 @@ func (p *gpuEnrichProcessor) foldProcessSeries(md pmetric.Metrics, b *batch) int
 			}
 			folded += len(other.procs)
 			groups = groups[:limit-1]
-			merged := mergeGroup(other)
+			merged := out.AppendEmpty()
+			mergeGroup(other, merged)
 			attrs := merged.Resource().Attributes()
 			for _, k := range append(ownerKeys, gpuschema.ResourceProcessPID, gpuschema.ResourceNvidiaGpuProcessType) {
 				attrs.Remove(k)
 			}
 			attrs.PutStr(gpuschema.ResourceProcessExecutableName, otherProcesses)
-			merged.MoveTo(out.AppendEmpty())
 		}
 		for _, g := range groups {
-			mergeGroup(g).MoveTo(out.AppendEmpty())
+			mergeGroup(g, out.AppendEmpty())
 		}
 	}
 	if len(replace) == 0 {
@@ -101,26 +101,26 @@ func groupProcesses(procs []*processView) []*processGroup {
 	return groups
 }
 
-// mergeGroup returns one resource with the first process's attributes and, for each
-// metric and point attributes, the sum of the group's values.
-func mergeGroup(g *processGroup) pmetric.ResourceMetrics {
-	out := pmetric.NewResourceMetrics()
-	g.procs[0].rm.CopyTo(out)
-	if len(g.procs) == 1 {
-		return out
-	}
-	points := map[[16]byte]pmetric.NumberDataPoint{}
-	pdatawalk.EachPoint(out, func(name string, dp pmetric.NumberDataPoint) {
-		points[pointKey(name, dp)] = dp
-	})
-	for _, proc := range g.procs[1:] {
-		pdatawalk.EachPoint(proc.rm, func(name string, dp pmetric.NumberDataPoint) {
-			if into, ok := points[pointKey(name, dp)]; ok {
-				addValue(into, dp)
-			}
+// mergeGroup writes into out one resource with the first process's attributes and, for
+// each metric and point attributes, the sum of the group's values. The first process's
+// own resource is moved there, not copied (this runs for every process of every batch);
+// the caller removes the emptied originals from the batch.
+func mergeGroup(g *processGroup, out pmetric.ResourceMetrics) {
+	first := g.procs[0].rm
+	if len(g.procs) > 1 {
+		points := map[[16]byte]pmetric.NumberDataPoint{}
+		pdatawalk.EachPoint(first, func(name string, dp pmetric.NumberDataPoint) {
+			points[pointKey(name, dp)] = dp
 		})
+		for _, proc := range g.procs[1:] {
+			pdatawalk.EachPoint(proc.rm, func(name string, dp pmetric.NumberDataPoint) {
+				if into, ok := points[pointKey(name, dp)]; ok {
+					addValue(into, dp)
+				}
+			})
+		}
 	}
-	return out
+	first.MoveTo(out)
 }
 
 func pointKey(name string, dp pmetric.NumberDataPoint) [16]byte {

@@ -33,6 +33,8 @@ type gpuEnrichProcessor struct {
 	mu    sync.Mutex
 	mb    *metadata.MetricsBuilder
 	stale *staleness.Tracker
+	// userResource is scratch space for a per-pod or per-job resource (deriveUsers).
+	userResource pcommon.Resource
 	// unmappedExample is the last unmapped device logged, so it is logged once.
 	unmappedExample string
 	// folded counts the processes summed into "(other)" series since start.
@@ -50,6 +52,8 @@ func newProcessor(cfg *Config, set processor.Settings, now func() time.Time, src
 		startTime: start,
 		mb:        metadata.NewMetricsBuilder(cfg.MetricsBuilderConfig, set, metadata.WithStartTime(start)),
 		stale:     staleness.New(),
+
+		userResource: pcommon.NewResource(),
 	}
 }
 

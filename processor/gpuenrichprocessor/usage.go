@@ -1,6 +1,7 @@
 package gpuenrichprocessor // import "github.com/otelcol-gpu/otelcol-gpu/processor/gpuenrichprocessor"
 
 import (
+	"slices"
 	"sort"
 	"time"
 
@@ -179,13 +180,18 @@ func (p *gpuEnrichProcessor) deriveUsers(g *gpuView, ts pcommon.Timestamp, out p
 		case tracking.SlurmJob:
 			p.recordJob(u, ts, joules, hasEnergy)
 		}
-		res := pcommon.NewResource()
-		g.rm.Resource().Attributes().CopyTo(res.Attributes())
-		for _, k := range ownerKeys {
-			res.Attributes().Remove(k)
+		// The GPU's identity without its holder, then this user as owner. The scratch
+		// resource is reused: WithResource copies it into the emitted series.
+		res := p.userResource.Attributes()
+		res.Clear()
+		res.EnsureCapacity(g.rm.Resource().Attributes().Len() + len(ownerKeys))
+		for k, v := range g.rm.Resource().Attributes().All() {
+			if !slices.Contains(ownerKeys, k) {
+				v.CopyTo(res.PutEmpty(k))
+			}
 		}
-		p.putOwner(res.Attributes(), u.owner)
-		emitted := p.mb.Emit(metadata.WithResource(res), metadata.WithStartTimeOverride(start))
+		p.putOwner(res, u.owner)
+		emitted := p.mb.Emit(metadata.WithResource(p.userResource), metadata.WithStartTimeOverride(start))
 		emitted.ResourceMetrics().MoveAndAppendTo(out)
 	}
 }
