@@ -144,8 +144,8 @@ func TestAttributeOrderDoesNotMakeANewSeries(t *testing.T) {
 	assert.Empty(t, ended(t, reordered))
 }
 
-// Values of different types are different label values: the int 3 and the string "3"
-// name different series once exported, so changing one for the other ends the old one.
+// The hash writes each value with its type (in OTLP the int 3 and the string "3" are
+// different values): a value that changes along with its type still ends the old series.
 func TestAValueOfAnotherTypeIsAnotherSeries(t *testing.T) {
 	tr := New()
 	md := gpuBatch("node-1", "GPU-A")
