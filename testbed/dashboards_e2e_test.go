@@ -83,7 +83,10 @@ scrape_configs:
       - targets: ["%s"]
 `, strings.Join(fastRules(t), ", "), am.Addr, fakeCAdvisor(t))
 	p := prom.Start(t, cfg)
-	windows := []string{"processors::gpu_enrich::idle::window=5s", "processors::gpu_enrich::leak::window=15s"}
+	// The memory-leak scenario grows the framebuffer 1.5 % every 5 s and the leak rule wants
+	// 5 % (min_growth) over the window: 15 s holds three steps (4.5 %), so the leak panels
+	// showed data only when scrape jitter stretched a window over a fourth step. 20 s holds four.
+	windows := []string{"processors::gpu_enrich::idle::window=5s", "processors::gpu_enrich::leak::window=20s"}
 
 	shared := fakeNode(t, simulatedUUIDs(t, "dgxh200"))
 	shared.sets = windows
