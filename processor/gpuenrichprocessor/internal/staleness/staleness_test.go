@@ -144,15 +144,15 @@ func TestAttributeOrderDoesNotMakeANewSeries(t *testing.T) {
 	assert.Empty(t, ended(t, reordered))
 }
 
-// The hash writes each value with its type (in OTLP the int 3 and the string "3" are
-// different values): a value that changes along with its type still ends the old series.
+// The hash writes each value with its type, as contrib's pdatautil.Hash did before it: in
+// OTLP the int 3 and the string "3" are different values, so the int's series ends.
 func TestAValueOfAnotherTypeIsAnotherSeries(t *testing.T) {
 	tr := New()
 	md := gpuBatch("node-1", "GPU-A")
 	md.ResourceMetrics().At(0).Resource().Attributes().PutInt("nvidia.gpu.index", 3)
 	tr.EndMissing(md, 42)
 	md = gpuBatch("node-1", "GPU-A")
-	md.ResourceMetrics().At(0).Resource().Attributes().PutStr("nvidia.gpu.index", "4")
+	md.ResourceMetrics().At(0).Resource().Attributes().PutStr("nvidia.gpu.index", "3")
 	tr.EndMissing(md, 42)
 	assert.Len(t, ended(t, md), 3)
 }
