@@ -58,7 +58,8 @@ func (c converter) Convert(_ context.Context, conf *confmap.Conf) error {
 	var errs []error
 	for _, id := range ids {
 		cfg, _ := exporters[id].(map[string]any)
-		// prometheus_remote_write nests its client settings under `http`.
+		// The remote-write exporters (remote_write, prometheus_remote_write) nest their
+		// client settings under `http`.
 		for _, client := range []map[string]any{cfg, asMap(cfg["http"])} {
 			if client == nil {
 				continue

@@ -45,6 +45,12 @@ func TestConvert(t *testing.T) {
 		{name: "otlp_http metrics_endpoint with a user", conf: map[string]any{"exporters": map[string]any{"otlp_http": map[string]any{
 			"metrics_endpoint": "https://u:p@otlp.example.com/v1/metrics",
 		}}}, wantErr: "exporters::otlp_http::metrics_endpoint has credentials"},
+		{name: "the agent's remote_write, bearer over http", conf: map[string]any{"exporters": map[string]any{"remote_write": map[string]any{"http": map[string]any{
+			"endpoint": "http://mimir.example.com/api/v1/push", "auth": map[string]any{"authenticator": "bearertokenauth/remote_write"},
+		}}}}, wantErr: "exporters::remote_write sends credentials in plain text"},
+		{name: "the agent's remote_write, password in the URL", conf: map[string]any{"exporters": map[string]any{"remote_write": map[string]any{"http": map[string]any{
+			"endpoint": "https://fleet:s3cret@mimir.example.com/api/v1/push",
+		}}}}, wantErr: "exporters::remote_write::endpoint has credentials"},
 		{name: "no exporters", conf: map[string]any{"receivers": map[string]any{"gpu": nil}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,0 +1,186 @@
+package remotewriteexporter // import "github.com/otelcol-gpu/otelcol-gpu/exporter/remotewriteexporter"
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/cenkalti/backoff/v5"
+	"github.com/golang/snappy"
+	"github.com/prometheus/prometheus/prompb"
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/consumer/consumererror"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.uber.org/zap"
+)
+
+// rwExporter translates and sends. push runs under mu: the queue has one consumer, and
+// the translator and the request buffers are reused from one batch to the next.
+type rwExporter struct {
+	cfg       *Config
+	settings  component.TelemetrySettings
+	userAgent string
+	client    *http.Client
+
+	mu         sync.Mutex
+	translator *translator
+	body       []byte // the marshalled request, reused
+	compressed []byte // its snappy encoding, reused
+}
+
+func newExporter(cfg *Config, settings component.TelemetrySettings, buildInfo component.BuildInfo, now func() time.Time) *rwExporter {
+	return &rwExporter{
+		cfg:        cfg,
+		settings:   settings,
+		userAgent:  fmt.Sprintf("%s/%s", buildInfo.Command, buildInfo.Version),
+		translator: newTranslator(cfg, now),
+	}
+}
+
+func (e *rwExporter) start(ctx context.Context, host component.Host) error {
+	client, err := e.cfg.ClientConfig.ToClient(ctx, host.GetExtensions(), e.settings)
+	if err != nil {
+		return fmt.Errorf("remote_write: building the HTTP client: %w", err)
+	}
+	e.client = client
+	return nil
+}
+
+func (e *rwExporter) push(ctx context.Context, md pmetric.Metrics) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	series, annots, err := e.translator.translate(ctx, md)
+	if err != nil {
+		// As contrib's exporter: what translated is sent; what did not is dropped, and
+		// retrying would not change that.
+		e.settings.Logger.Warn("some points could not be translated to remote-write and are dropped", zap.Error(err))
+	}
+	if len(annots) > 0 {
+		warnings, _ := annots.AsStrings("", 10, 0)
+		e.settings.Logger.Debug("remote-write translation warnings", zap.Strings("warnings", warnings))
+	}
+	for len(series) > 0 {
+		n := min(len(series), e.cfg.MaxSeriesPerRequest)
+		if err := e.sendRetrying(ctx, series[:n]); err != nil {
+			return err
+		}
+		series = series[n:]
+	}
+	return nil
+}
+
+// sendRetrying sends one request, retrying what can succeed later (5xx, 429, a connection
+// refused) by retry_on_failure's backoff, and a Retry-After when the endpoint gives one.
+// The retries are the exporter's own, as contrib's exporter does them, not the
+// exporterhelper's: those end at shutdown, dropping the queue at once, where these go on
+// while the queue drains, until the drain extension's flush timeout refuses the requests
+// (extension/drainextension) — a backend back within it loses nothing.
+func (e *rwExporter) sendRetrying(ctx context.Context, series []prompb.TimeSeries) error {
+	retry := e.cfg.RetryConfig
+	if !retry.Enabled {
+		return e.send(ctx, series)
+	}
+	b := &backoff.ExponentialBackOff{
+		InitialInterval:     retry.InitialInterval,
+		RandomizationFactor: retry.RandomizationFactor,
+		Multiplier:          retry.Multiplier,
+		MaxInterval:         retry.MaxInterval,
+	}
+	b.Reset()
+	start := time.Now()
+	for attempt := 1; ; attempt++ {
+		err := e.send(ctx, series)
+		if err == nil || consumererror.IsPermanent(err) {
+			return err
+		}
+		wait := b.NextBackOff()
+		var throttled *retryAfterError
+		if errors.As(err, &throttled) {
+			wait = throttled.delay
+		}
+		if retry.MaxElapsedTime > 0 && time.Since(start)+wait > retry.MaxElapsedTime {
+			return fmt.Errorf("%w (gave up after %d attempts in %s: retry_on_failure::max_elapsed_time)", err, attempt, time.Since(start).Round(time.Millisecond))
+		}
+		e.settings.Logger.Warn("Remote-write failed; retrying.", zap.Error(err), zap.Int("attempt", attempt), zap.Duration("interval", wait))
+		timer := time.NewTimer(wait)
+		select {
+		case <-timer.C:
+		case <-ctx.Done():
+			timer.Stop()
+			return fmt.Errorf("%w (retries ended: %w)", err, context.Cause(ctx))
+		}
+	}
+}
+
+// retryAfterError is a refusal that says when to try again.
+type retryAfterError struct {
+	err   error
+	delay time.Duration
+}
+
+func (e *retryAfterError) Error() string { return e.err.Error() }
+func (e *retryAfterError) Unwrap() error { return e.err }
+
+// send writes one remote-write 1.0 request once. A 5xx, a 429 or a failed connection is
+// an error to retry (with the endpoint's Retry-After, if any); any other refusal is
+// permanent: the same body would be refused again.
+func (e *rwExporter) send(ctx context.Context, series []prompb.TimeSeries) error {
+	req := prompb.WriteRequest{Timeseries: series}
+	size := req.Size()
+	if cap(e.body) < size {
+		e.body = make([]byte, size)
+	}
+	n, err := req.MarshalToSizedBuffer(e.body[:size])
+	if err != nil {
+		return consumererror.NewPermanent(fmt.Errorf("remote_write: marshalling the request: %w", err))
+	}
+	e.compressed = snappy.Encode(e.compressed[:cap(e.compressed)], e.body[size-n:size])
+
+	httpReq, err := http.NewRequestWithContext(ctx, http.MethodPost, e.cfg.ClientConfig.Endpoint, bytes.NewReader(e.compressed))
+	if err != nil {
+		return consumererror.NewPermanent(fmt.Errorf("remote_write: %w", err))
+	}
+	httpReq.Header.Set("Content-Encoding", "snappy")
+	httpReq.Header.Set("Content-Type", "application/x-protobuf")
+	httpReq.Header.Set("User-Agent", e.userAgent)
+	httpReq.Header.Set("X-Prometheus-Remote-Write-Version", "0.1.0")
+
+	resp, err := e.client.Do(httpReq)
+	if err != nil {
+		return fmt.Errorf("remote_write: sending %d series: %w", len(series), err)
+	}
+	defer resp.Body.Close()
+	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+	_, _ = io.Copy(io.Discard, resp.Body) // lets the connection be reused
+	if resp.StatusCode/100 == 2 {
+		return nil
+	}
+	err = fmt.Errorf("remote_write: %s refused %d series: %s: %s", e.cfg.ClientConfig.Endpoint, len(series), resp.Status, bytes.TrimSpace(msg))
+	if resp.StatusCode/100 == 5 || resp.StatusCode == http.StatusTooManyRequests {
+		if delay, ok := retryAfter(resp.Header.Get("Retry-After")); ok {
+			return &retryAfterError{err: err, delay: delay}
+		}
+		return err
+	}
+	return consumererror.NewPermanent(err)
+}
+
+// retryAfter reads a Retry-After header: seconds or an HTTP date.
+func retryAfter(v string) (time.Duration, bool) {
+	if v == "" {
+		return 0, false
+	}
+	if s, err := strconv.Atoi(v); err == nil && s >= 0 {
+		return time.Duration(s) * time.Second, true
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return max(time.Until(t), 0), true
+	}
+	return 0, false
+}

@@ -1,0 +1,250 @@
+package remotewriteexporter
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/golang/snappy"
+	"github.com/prometheus/prometheus/prompb"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/consumer/consumererror"
+	"go.opentelemetry.io/collector/exporter/exportertest"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+
+	"github.com/otelcol-gpu/otelcol-gpu/exporter/remotewriteexporter/internal/metadata"
+)
+
+// receivedRequests is a remote-write endpoint that decodes what it is sent.
+type receivedRequests struct {
+	mu       sync.Mutex
+	requests []prompb.WriteRequest
+	headers  []http.Header
+	status   func(n int) (int, http.Header) // the answer to the n-th request (from 0)
+}
+
+func (r *receivedRequests) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	compressed, _ := io.ReadAll(req.Body)
+	raw, err := snappy.Decode(nil, compressed)
+	if err != nil {
+		http.Error(w, "not snappy: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	var wr prompb.WriteRequest
+	if err := wr.Unmarshal(raw); err != nil {
+		http.Error(w, "not a WriteRequest: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	r.mu.Lock()
+	n := len(r.requests)
+	r.requests = append(r.requests, wr)
+	r.headers = append(r.headers, req.Header.Clone())
+	r.mu.Unlock()
+	code, h := http.StatusNoContent, http.Header{}
+	if r.status != nil {
+		code, h = r.status(n)
+	}
+	for k, v := range h {
+		w.Header()[k] = v
+	}
+	w.WriteHeader(code)
+	_, _ = w.Write([]byte("answer body"))
+}
+
+func startedExporter(t *testing.T, cfg *Config) *rwExporter {
+	t.Helper()
+	set := exportertest.NewNopSettings(metadata.Type)
+	e := newExporter(cfg, set.TelemetrySettings, set.BuildInfo, time.Now)
+	require.NoError(t, e.start(context.Background(), componenttest.NewNopHost()))
+	return e
+}
+
+func TestARequestIsSnappyProtobufWithRemoteWriteHeaders(t *testing.T) {
+	endpoint := &receivedRequests{}
+	srv := httptest.NewServer(endpoint)
+	defer srv.Close()
+	cfg := testConfig()
+	cfg.ClientConfig.Endpoint = srv.URL + "/api/v1/write"
+	e := startedExporter(t, cfg)
+
+	require.NoError(t, e.push(context.Background(), gpuBatch("GPU-1", time.Now(), 1)))
+	require.Len(t, endpoint.requests, 1)
+	assert.Len(t, endpoint.requests[0].Timeseries, 3)
+	h := endpoint.headers[0]
+	assert.Equal(t, "snappy", h.Get("Content-Encoding"))
+	assert.Equal(t, "application/x-protobuf", h.Get("Content-Type"))
+	assert.Equal(t, "0.1.0", h.Get("X-Prometheus-Remote-Write-Version"))
+}
+
+func TestABigBatchIsSentAsSeveralRequestsInOrder(t *testing.T) {
+	endpoint := &receivedRequests{}
+	srv := httptest.NewServer(endpoint)
+	defer srv.Close()
+	cfg := testConfig()
+	cfg.ClientConfig.Endpoint = srv.URL
+	cfg.MaxSeriesPerRequest = 2
+	e := startedExporter(t, cfg)
+
+	md := pmetric.NewMetrics()
+	for _, uuid := range []string{"GPU-1", "GPU-2", "GPU-3"} {
+		gpuBatch(uuid, time.Now(), 1).ResourceMetrics().MoveAndAppendTo(md.ResourceMetrics())
+	}
+	require.NoError(t, e.push(context.Background(), md))
+	require.Len(t, endpoint.requests, 5, "9 series, 2 per request")
+	var gpus []string
+	for _, r := range endpoint.requests {
+		assert.LessOrEqual(t, len(r.Timeseries), 2)
+		for _, s := range r.Timeseries {
+			for _, l := range s.Labels {
+				if l.Name == "hw_id" && (len(gpus) == 0 || gpus[len(gpus)-1] != l.Value) {
+					gpus = append(gpus, l.Value)
+				}
+			}
+		}
+	}
+	assert.Equal(t, []string{"GPU-1", "GPU-2", "GPU-3"}, gpus, "the batch's order is kept")
+}
+
+func TestRefusalsAreRetriedOnlyWhenRetryingCanHelp(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		code      int
+		header    http.Header
+		permanent bool
+	}{
+		{"server error", http.StatusInternalServerError, nil, false},
+		{"unavailable with Retry-After", http.StatusServiceUnavailable, http.Header{"Retry-After": {"7"}}, false},
+		{"too many requests", http.StatusTooManyRequests, nil, false},
+		{"bad request (out of order, bad labels)", http.StatusBadRequest, nil, true},
+		{"unauthorized", http.StatusUnauthorized, nil, true},
+		{"unsupported media type (a remote-write 2.0-only receiver)", http.StatusUnsupportedMediaType, nil, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			endpoint := &receivedRequests{status: func(int) (int, http.Header) { return tc.code, tc.header }}
+			srv := httptest.NewServer(endpoint)
+			defer srv.Close()
+			cfg := testConfig()
+			cfg.ClientConfig.Endpoint = srv.URL
+			e := startedExporter(t, cfg)
+
+			series, _, err := e.translator.translate(context.Background(), gpuBatch("GPU-1", time.Now(), 1))
+			require.NoError(t, err)
+			err = e.send(context.Background(), series)
+			require.Error(t, err)
+			assert.Equal(t, tc.permanent, consumererror.IsPermanent(err), "%v", err)
+			assert.Contains(t, err.Error(), "answer body", "the endpoint's reason is in the error")
+			assert.Contains(t, err.Error(), "3 series")
+			var throttled *retryAfterError
+			assert.Equal(t, tc.header != nil, errors.As(err, &throttled))
+		})
+	}
+}
+
+// retryingConfig retries quickly, for a test.
+func retryingConfig(url string) *Config {
+	cfg := testConfig()
+	cfg.ClientConfig.Endpoint = url
+	cfg.RetryConfig.InitialInterval = 10 * time.Millisecond
+	cfg.RetryConfig.MaxInterval = 20 * time.Millisecond
+	cfg.RetryConfig.MaxElapsedTime = 0
+	return cfg
+}
+
+func TestABackendThatComesBackGetsTheBatch(t *testing.T) {
+	endpoint := &receivedRequests{status: func(n int) (int, http.Header) {
+		if n < 3 {
+			return http.StatusServiceUnavailable, nil
+		}
+		return http.StatusNoContent, nil
+	}}
+	srv := httptest.NewServer(endpoint)
+	defer srv.Close()
+	e := startedExporter(t, retryingConfig(srv.URL))
+
+	require.NoError(t, e.push(context.Background(), gpuBatch("GPU-1", time.Now(), 1)))
+	require.Len(t, endpoint.requests, 4, "three refusals, then delivered")
+	assert.Equal(t, endpoint.requests[0], endpoint.requests[3], "the same request, retried")
+}
+
+func TestARefusedBatchIsNotRetried(t *testing.T) {
+	endpoint := &receivedRequests{status: func(int) (int, http.Header) { return http.StatusBadRequest, nil }}
+	srv := httptest.NewServer(endpoint)
+	defer srv.Close()
+	e := startedExporter(t, retryingConfig(srv.URL))
+
+	err := e.push(context.Background(), gpuBatch("GPU-1", time.Now(), 1))
+	require.Error(t, err)
+	assert.True(t, consumererror.IsPermanent(err))
+	assert.Len(t, endpoint.requests, 1)
+}
+
+func TestRetryAfterSetsTheWait(t *testing.T) {
+	endpoint := &receivedRequests{status: func(n int) (int, http.Header) {
+		if n == 0 {
+			return http.StatusTooManyRequests, http.Header{"Retry-After": {"1"}}
+		}
+		return http.StatusNoContent, nil
+	}}
+	srv := httptest.NewServer(endpoint)
+	defer srv.Close()
+	e := startedExporter(t, retryingConfig(srv.URL))
+
+	start := time.Now()
+	require.NoError(t, e.push(context.Background(), gpuBatch("GPU-1", time.Now(), 1)))
+	assert.GreaterOrEqual(t, time.Since(start), time.Second, "the 10 ms backoff gave way to Retry-After: 1")
+	assert.Len(t, endpoint.requests, 2)
+}
+
+func TestRetriesEndAtMaxElapsedTimeOrWhenTheContextEnds(t *testing.T) {
+	endpoint := &receivedRequests{status: func(int) (int, http.Header) { return http.StatusBadGateway, nil }}
+	srv := httptest.NewServer(endpoint)
+	defer srv.Close()
+
+	cfg := retryingConfig(srv.URL)
+	cfg.RetryConfig.MaxElapsedTime = 200 * time.Millisecond
+	e := startedExporter(t, cfg)
+	err := e.push(context.Background(), gpuBatch("GPU-1", time.Now(), 1))
+	require.Error(t, err)
+	assert.False(t, consumererror.IsPermanent(err))
+	assert.Contains(t, err.Error(), "max_elapsed_time")
+	assert.Greater(t, len(endpoint.requests), 2)
+
+	e = startedExporter(t, retryingConfig(srv.URL))
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	err = e.push(ctx, gpuBatch("GPU-1", time.Now(), 1))
+	require.Error(t, err)
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+}
+
+func TestAnUnreachableEndpointIsRetried(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	url := srv.URL
+	srv.Close()
+	cfg := testConfig()
+	cfg.ClientConfig.Endpoint = url
+	e := startedExporter(t, cfg)
+	series, _, err := e.translator.translate(context.Background(), gpuBatch("GPU-1", time.Now(), 1))
+	require.NoError(t, err)
+	err = e.send(context.Background(), series)
+	require.Error(t, err)
+	assert.False(t, consumererror.IsPermanent(err))
+}
+
+func TestRetryAfterIsReadAsSecondsOrADate(t *testing.T) {
+	d, ok := retryAfter("7")
+	assert.True(t, ok)
+	assert.Equal(t, 7*time.Second, d)
+	d, ok = retryAfter(time.Now().Add(time.Minute).UTC().Format(http.TimeFormat))
+	assert.True(t, ok)
+	assert.InDelta(t, time.Minute.Seconds(), d.Seconds(), 2)
+	_, ok = retryAfter("soon")
+	assert.False(t, ok)
+}
