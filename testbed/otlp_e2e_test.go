@@ -59,6 +59,34 @@ func seriesOf(p *prom.Server, host string) ([]string, error) {
 	return out, nil
 }
 
+// eventuallySameSeries waits until two Prometheus servers, fed the same node by two
+// agents, hold exactly the same series names and label sets for host (at least 100), and
+// fails with the differences if that does not happen within 90 s.
+func eventuallySameSeries(t *testing.T, host, nameA string, a *prom.Server, nameB string, b *prom.Server) {
+	t.Helper()
+	var last string
+	prom.Eventually(t, 90*time.Second, "identical series by "+nameA+" and "+nameB, func() error {
+		sa, err := seriesOf(a, host)
+		if err != nil {
+			return fmt.Errorf("%s: %w", nameA, err)
+		}
+		sb, err := seriesOf(b, host)
+		if err != nil {
+			return fmt.Errorf("%s: %w", nameB, err)
+		}
+		if len(sa) < 100 {
+			return fmt.Errorf("only %d series by %s so far", len(sa), nameA)
+		}
+		if slices.Equal(sa, sb) {
+			last = fmt.Sprintf("%d series", len(sa))
+			return nil
+		}
+		return fmt.Errorf("%s has %d series, %s %d; only by %s:\n  %s\nonly by %s:\n  %s",
+			nameA, len(sa), nameB, len(sb), nameA, strings.Join(firstN(minus(sa, sb), 5), "\n  "), nameB, strings.Join(firstN(minus(sb, sa), 5), "\n  "))
+	})
+	t.Logf("identical: %s", last)
+}
+
 // TestOTLPIntoPrometheus3MatchesRemoteWrite: the shipped OTLP overlay into Prometheus 3 with
 // the shipped `otlp:` configuration gives exactly the series names and label sets that
 // remote-write gives, so every rule and dashboard works unchanged on either path. Two
@@ -70,27 +98,7 @@ func TestOTLPIntoPrometheus3MatchesRemoteWrite(t *testing.T) {
 	startAgentOn(t, rw, "otlp-same", "dgxh200", "shared-gpu", fakeNode(t, uuids))
 	startAgentOn(t, otlp, "otlp-same", "dgxh200", "shared-gpu", otlpNode(otlp, fakeNode(t, uuids)))
 
-	var last string
-	prom.Eventually(t, 90*time.Second, "identical series on both paths", func() error {
-		a, err := seriesOf(rw, "otlp-same")
-		if err != nil {
-			return fmt.Errorf("remote-write: %w", err)
-		}
-		b, err := seriesOf(otlp, "otlp-same")
-		if err != nil {
-			return fmt.Errorf("OTLP: %w", err)
-		}
-		if len(a) < 100 {
-			return fmt.Errorf("only %d series by remote-write so far", len(a))
-		}
-		if slices.Equal(a, b) {
-			last = fmt.Sprintf("%d series", len(a))
-			return nil
-		}
-		return fmt.Errorf("remote-write has %d series, OTLP %d; only by remote-write:\n  %s\nonly by OTLP:\n  %s",
-			len(a), len(b), strings.Join(firstN(minus(a, b), 5), "\n  "), strings.Join(firstN(minus(b, a), 5), "\n  "))
-	})
-	t.Logf("identical: %s", last)
+	eventuallySameSeries(t, "otlp-same", "remote-write", rw, "OTLP", otlp)
 }
 
 // TestOTLPRefusedByPrometheusIsLoggedAndSurvived: a Prometheus 3 without its OTLP receiver

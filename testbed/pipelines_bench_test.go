@@ -287,6 +287,14 @@ func TestPipelinesSideBySide(t *testing.T) {
 				continue // measuring a variation of the native agent (BENCH_NATIVE_ENV, BENCH_AGENT_SETS)
 			}
 
+			// The same agent with contrib's remote-write exporter instead of remote_write
+			// (what the WAL overlay runs, without the WAL).
+			p = prom.Start(t, "")
+			viaContrib := startNative(t, p, gpus, interval, "testbed/testdata/contrib-remote-write.yaml")
+			run("a''') native, contrib's prometheus_remote_write", p, measure(t, p, viaContrib, warm, window))
+			viaContrib.Stop(10 * time.Second)
+			p.Stop()
+
 			// The same agent with native OTLP into Prometheus 3 instead of remote-write.
 			p = startPrometheusOTLP(t)
 			viaOTLP := startNative(t, p, gpus, interval, "deploy/config-overlays/prometheus-otlp.yaml")
@@ -322,10 +330,10 @@ func TestPipelinesSideBySide(t *testing.T) {
 				p.Stop()
 
 				b, c := "b) dcgm ("+size.label+") + Prometheus agent", "c) dcgm ("+size.label+") + collector prometheus receiver"
-				otlp := "a'') native, OTLP into Prometheus 3"
-				fmt.Fprintf(&table, "| %d | %s | ratio a/b, a/c, a''/b (%s) | | | %.2f, %.2f, %.2f | %.2f, %.2f, %.2f | |\n", gpus, interval, size.label,
-					costs["a) native"]/costs[b], costs["a) native"]/costs[c], costs[otlp]/costs[b],
-					perMinute["a) native"]/perMinute[b], perMinute["a) native"]/perMinute[c], perMinute[otlp]/perMinute[b])
+				otlp, contrib := "a'') native, OTLP into Prometheus 3", "a''') native, contrib's prometheus_remote_write"
+				fmt.Fprintf(&table, "| %d | %s | ratio a/b, a/c, a''/b, a'''/b (%s) | | | %.2f, %.2f, %.2f, %.2f | %.2f, %.2f, %.2f, %.2f | |\n", gpus, interval, size.label,
+					costs["a) native"]/costs[b], costs["a) native"]/costs[c], costs[otlp]/costs[b], costs[contrib]/costs[b],
+					perMinute["a) native"]/perMinute[b], perMinute["a) native"]/perMinute[c], perMinute[otlp]/perMinute[b], perMinute[contrib]/perMinute[b])
 			}
 		}
 	}

@@ -181,9 +181,10 @@ func TestHelmFullValues(t *testing.T) {
 	c := spec.Containers[0]
 	want := []string{
 		"--config=/etc/otelcol-gpu/config/agent.yaml",
+		// Before overrides.yaml, whose pipeline adds the extra exporter to the WAL's.
+		"--config=/etc/otelcol-gpu/config/remote-write-wal.yaml",
 		"--config=/etc/otelcol-gpu/config/overrides.yaml",
 		"--config=/etc/otelcol-gpu/config/remote-write-auth-bearer.yaml",
-		"--config=/etc/otelcol-gpu/config/remote-write-wal.yaml",
 	}
 	if !slices.Equal(c.Args, want) {
 		t.Errorf("args = %q, want %q", c.Args, want)
@@ -202,6 +203,12 @@ func TestHelmFullValues(t *testing.T) {
 	wantOver := map[string]any{
 		"processors": map[string]any{"gpu_enrich": map[string]any{"processes": map[string]any{"enabled": false}}},
 		"exporters": map[string]any{
+			// Both remote-write exporters carry TLS, whichever the pipeline runs.
+			"remote_write": map[string]any{"http": map[string]any{"tls": map[string]any{
+				"ca_file":              "/etc/otelcol-gpu/remote-write-ca/ca.crt",
+				"insecure_skip_verify": false,
+				"server_name_override": "mimir.internal",
+			}}},
 			"prometheus_remote_write": map[string]any{"http": map[string]any{"tls": map[string]any{
 				"ca_file":              "/etc/otelcol-gpu/remote-write-ca/ca.crt",
 				"insecure_skip_verify": false,
@@ -211,6 +218,7 @@ func TestHelmFullValues(t *testing.T) {
 				"middlewares": []any{map[string]any{"id": "drain"}}},
 		},
 		"service": map[string]any{"pipelines": map[string]any{"metrics": map[string]any{
+			// full-values.yaml turns the WAL on: contrib's exporter, with the extra one.
 			"exporters": []any{"prometheus_remote_write", "otlp_http/extra"},
 		}}},
 	}
@@ -296,8 +304,9 @@ func TestHelmRemoteWriteWAL(t *testing.T) {
 	check := func(t *testing.T, o *objects, spec corev1.PodSpec, cmName string) {
 		t.Helper()
 		c := spec.Containers[0]
-		if i := slices.Index(c.Args, walArg); i != len(c.Args)-1 || i < 1 {
-			t.Errorf("args = %q, want %s last", c.Args, walArg)
+		// Right after the base config: overrides.yaml may add exporters to its pipeline.
+		if i := slices.Index(c.Args, walArg); i != 1 {
+			t.Errorf("args = %q, want %s second", c.Args, walArg)
 		}
 		if o.configMaps[cmName].Data["remote-write-wal.yaml"] != walOverlay {
 			t.Errorf("ConfigMap %s: remote-write-wal.yaml differs from deploy/config-overlays: run deploy/sync-configs.sh", cmName)

@@ -150,7 +150,8 @@ func checkStopBounded(t *testing.T, what string, grace time.Duration, configs []
 		}
 		return v
 	}
-	// Exporters whose shutdown only the drain extension bounds: remote-write (retries
+	// Exporters whose shutdown only the drain extension bounds: remote-write, ours and
+	// contrib's (retries
 	// without a deadline from an in-memory queue) and OTLP/HTTP (one attempt per queued
 	// request, each up to its timeout). otlp_grpc with its on-disk queue stops by itself.
 	var unbounded []string
@@ -158,7 +159,7 @@ func checkStopBounded(t *testing.T, what string, grace time.Duration, configs []
 		exporters, _ := dig(c, "exporters").(map[string]any)
 		for id := range exporters {
 			typ, _, _ := strings.Cut(id, "/")
-			if typ != "prometheus_remote_write" && typ != "otlp_http" || slices.Contains(unbounded, id) {
+			if typ != "remote_write" && typ != "prometheus_remote_write" && typ != "otlp_http" || slices.Contains(unbounded, id) {
 				continue
 			}
 			unbounded = append(unbounded, id)
@@ -175,7 +176,7 @@ func checkStopBounded(t *testing.T, what string, grace time.Duration, configs []
 	}
 	for _, id := range unbounded {
 		path := []string{"exporters", id, "middlewares"}
-		if strings.HasPrefix(id, "prometheus_remote_write") {
+		if strings.HasPrefix(id, "prometheus_remote_write") || strings.HasPrefix(id, "remote_write") {
 			path = []string{"exporters", id, "http", "middlewares"}
 		}
 		mw, _ := last(path...).([]any)

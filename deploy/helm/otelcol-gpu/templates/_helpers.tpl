@@ -132,7 +132,9 @@ gateway mode): TLS towards the remote-write endpoint and the extra OTLP exporter
 {{- if $tls.serverName -}}
 {{- $_ := set $t "server_name_override" $tls.serverName -}}
 {{- end -}}
-{{- $_ := set $exporters "prometheus_remote_write" (dict "http" (dict "tls" $t)) -}}
+{{- /* Both remote-write exporters: the pipeline runs one of them (remote-write-wal.yaml). */ -}}
+{{- $_ := set $exporters "remote_write" (dict "http" (dict "tls" $t)) -}}
+{{- $_ := set $exporters "prometheus_remote_write" (dict "http" (dict "tls" (deepCopy $t))) -}}
 {{- end -}}
 {{- $x := .Values.extraOtlpExporter -}}
 {{- if $x.enabled -}}
@@ -152,7 +154,12 @@ gateway mode): TLS towards the remote-write endpoint and the extra OTLP exporter
 {{- $_ := set $cfg "middlewares" (list (dict "id" "drain")) -}}
 {{- end -}}
 {{- $_ := set $exporters $id $cfg -}}
-{{- $_ := set $service "pipelines" (dict "metrics" (dict "exporters" (list "prometheus_remote_write" $id))) -}}
+{{- /* The agent remote-writes through remote_write, unless the WAL (contrib's) is on; the gateway through prometheus_remote_write. */ -}}
+{{- $rw := "remote_write" -}}
+{{- if or .Values.gateway.enabled .Values.remoteWrite.wal.enabled -}}
+{{- $rw = "prometheus_remote_write" -}}
+{{- end -}}
+{{- $_ := set $service "pipelines" (dict "metrics" (dict "exporters" (list $rw $id))) -}}
 {{- end -}}
 {{- $out := dict -}}
 {{- if $exporters -}}
@@ -276,14 +283,15 @@ label its self-metrics with it); the collector refuses both too (converter/crede
 
 {{- define "otelcol-gpu.agentConfigFiles" -}}
 {{- $files := list (include "otelcol-gpu.agentBaseFile" .) -}}
+{{- /* The WAL overlay sets the pipeline's exporters; overrides.yaml, after it, may list more. */ -}}
+{{- if and (not .Values.gateway.enabled) (include "otelcol-gpu.walFile" .) -}}
+{{- $files = append $files (include "otelcol-gpu.walFile" .) -}}
+{{- end -}}
 {{- if include "otelcol-gpu.agentOverrides" . -}}
 {{- $files = append $files "overrides.yaml" -}}
 {{- end -}}
 {{- if and (not .Values.gateway.enabled) (include "otelcol-gpu.authFile" .) -}}
 {{- $files = append $files (include "otelcol-gpu.authFile" .) -}}
-{{- end -}}
-{{- if and (not .Values.gateway.enabled) (include "otelcol-gpu.walFile" .) -}}
-{{- $files = append $files (include "otelcol-gpu.walFile" .) -}}
 {{- end -}}
 {{- toJson $files -}}
 {{- end -}}
@@ -291,6 +299,9 @@ label its self-metrics with it); the collector refuses both too (converter/crede
 {{/* The gateway's config files, in --config order. */}}
 {{- define "otelcol-gpu.gatewayConfigFiles" -}}
 {{- $files := list "gateway.yaml" -}}
+{{- if include "otelcol-gpu.walFile" . -}}
+{{- $files = append $files (include "otelcol-gpu.walFile" .) -}}
+{{- end -}}
 {{- if include "otelcol-gpu.remoteWriteOverrides" . -}}
 {{- $files = append $files "overrides.yaml" -}}
 {{- end -}}
@@ -301,9 +312,6 @@ label its self-metrics with it); the collector refuses both too (converter/crede
 {{- end -}}
 {{- if $auth -}}
 {{- $files = append $files $auth -}}
-{{- end -}}
-{{- if include "otelcol-gpu.walFile" . -}}
-{{- $files = append $files (include "otelcol-gpu.walFile" .) -}}
 {{- end -}}
 {{- toJson $files -}}
 {{- end -}}

@@ -3,7 +3,7 @@
 // MIG instance was destroyed) would keep answering queries with its last value for
 // Prometheus's 5-minute lookback. Each batch is compared with the previous one of the same
 // origin (host); every series missing from it gets one point flagged "no recorded value",
-// which prometheus_remote_write (and Prometheus's own OTLP endpoint) turn into a
+// which remote_write, prometheus_remote_write (and Prometheus's own OTLP endpoint) turn into a
 // Prometheus stale marker, so the series ends within one collection interval.
 package staleness // import "github.com/otelcol-gpu/otelcol-gpu/processor/gpuenrichprocessor/internal/staleness"
 
