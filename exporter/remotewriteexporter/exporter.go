@@ -65,12 +65,22 @@ func (e *rwExporter) push(ctx context.Context, md pmetric.Metrics) error {
 		warnings, _ := annots.AsStrings("", 10, 0)
 		e.settings.Logger.Debug("remote-write translation warnings", zap.Strings("warnings", warnings))
 	}
+	// A request refused for good (one out-of-order sample) costs only its own series: the
+	// batch's other requests are still sent. One that failed after its retries (the
+	// backend is down) ends the batch.
+	var refused []error
 	for len(series) > 0 {
 		n := min(len(series), e.cfg.MaxSeriesPerRequest)
 		if err := e.sendRetrying(ctx, series[:n]); err != nil {
-			return err
+			if !consumererror.IsPermanent(err) {
+				return errors.Join(append(refused, err)...)
+			}
+			refused = append(refused, err)
 		}
 		series = series[n:]
+	}
+	if len(refused) > 0 {
+		return consumererror.NewPermanent(errors.Join(refused...))
 	}
 	return nil
 }

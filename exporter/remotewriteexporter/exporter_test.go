@@ -185,6 +185,30 @@ func TestARefusedBatchIsNotRetried(t *testing.T) {
 	assert.Len(t, endpoint.requests, 1)
 }
 
+func TestARefusedRequestDoesNotCostTheBatchsOtherRequests(t *testing.T) {
+	endpoint := &receivedRequests{status: func(n int) (int, http.Header) {
+		if n == 1 {
+			return http.StatusBadRequest, nil
+		}
+		return http.StatusNoContent, nil
+	}}
+	srv := httptest.NewServer(endpoint)
+	defer srv.Close()
+	cfg := retryingConfig(srv.URL)
+	cfg.MaxSeriesPerRequest = 2
+	e := startedExporter(t, cfg)
+
+	md := pmetric.NewMetrics()
+	for _, uuid := range []string{"GPU-1", "GPU-2", "GPU-3"} {
+		gpuBatch(uuid, time.Now(), 1).ResourceMetrics().MoveAndAppendTo(md.ResourceMetrics())
+	}
+	err := e.push(context.Background(), md)
+	require.Error(t, err)
+	assert.True(t, consumererror.IsPermanent(err), "not retried: %v", err)
+	assert.Contains(t, err.Error(), "400 Bad Request")
+	assert.Len(t, endpoint.requests, 5, "the four other requests of the batch were sent")
+}
+
 func TestRetryAfterSetsTheWait(t *testing.T) {
 	endpoint := &receivedRequests{status: func(n int) (int, http.Header) {
 		if n == 0 {
