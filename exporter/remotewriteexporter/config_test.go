@@ -33,6 +33,8 @@ func TestTheAgentsConfigurationLoads(t *testing.T) {
 	assert.Equal(t, map[string]string{"cluster": "gpu-east"}, cfg.ExternalLabels)
 	assert.Equal(t, 500, cfg.MaxSeriesPerRequest)
 	assert.Equal(t, 1, cfg.QueueConfig.Get().NumConsumers, "default")
+	assert.Equal(t, 30*time.Millisecond, cfg.RetryConfig.InitialInterval, "default: Prometheus's min_backoff")
+	assert.Equal(t, 5*time.Second, cfg.RetryConfig.MaxInterval, "default: Prometheus's max_backoff")
 }
 
 func TestAConfigurationThatWouldLoseOrReorderDataIsRefused(t *testing.T) {

@@ -27,6 +27,9 @@ type rwExporter struct {
 	settings  component.TelemetrySettings
 	userAgent string
 	client    *http.Client
+	// flushTimeoutPassed is closed when a middleware that bounds shutdown (extension
+	// drain) starts refusing every request; nil (never closed) without one.
+	flushTimeoutPassed <-chan struct{}
 
 	mu         sync.Mutex
 	translator *translator
@@ -49,7 +52,20 @@ func (e *rwExporter) start(ctx context.Context, host component.Host) error {
 		return fmt.Errorf("remote_write: building the HTTP client: %w", err)
 	}
 	e.client = client
+	for _, m := range e.cfg.ClientConfig.Middlewares {
+		if bound, ok := host.GetExtensions()[m.ID].(shutdownBound); ok {
+			e.flushTimeoutPassed = bound.FlushTimeoutPassed()
+			break
+		}
+	}
 	return nil
+}
+
+// shutdownBound is an HTTP client middleware that bounds shutdown (extension drain): once
+// its flush timeout has passed it answers every request at once, itself, and counts what
+// it refused.
+type shutdownBound interface {
+	FlushTimeoutPassed() <-chan struct{}
 }
 
 func (e *rwExporter) push(ctx context.Context, md pmetric.Metrics) error {
@@ -90,7 +106,10 @@ func (e *rwExporter) push(ctx context.Context, md pmetric.Metrics) error {
 // The retries are the exporter's own, as contrib's exporter does them, not the
 // exporterhelper's: those end at shutdown, dropping the queue at once, where these go on
 // while the queue drains, until the drain extension's flush timeout refuses the requests
-// (extension/drainextension) — a backend back within it loses nothing.
+// (extension/drainextension) — a backend back within it loses nothing. When that timeout
+// passes, the wait for the next attempt ends at once: the attempt is the middleware's to
+// refuse, and a backoff of up to max_interval or a long Retry-After would otherwise keep a
+// stopping collector alive past its grace period.
 func (e *rwExporter) sendRetrying(ctx context.Context, series []prompb.TimeSeries) error {
 	retry := e.cfg.RetryConfig
 	if !retry.Enabled {
@@ -104,10 +123,14 @@ func (e *rwExporter) sendRetrying(ctx context.Context, series []prompb.TimeSerie
 	}
 	b.Reset()
 	start := time.Now()
+	lastAttempt := false
 	for attempt := 1; ; attempt++ {
 		err := e.send(ctx, series)
 		if err == nil || consumererror.IsPermanent(err) {
 			return err
+		}
+		if lastAttempt {
+			return fmt.Errorf("%w (retries ended: the flush timeout passed during shutdown)", err)
 		}
 		wait := b.NextBackOff()
 		var throttled *retryAfterError
@@ -121,6 +144,9 @@ func (e *rwExporter) sendRetrying(ctx context.Context, series []prompb.TimeSerie
 		timer := time.NewTimer(wait)
 		select {
 		case <-timer.C:
+		case <-e.flushTimeoutPassed:
+			timer.Stop()
+			lastAttempt = true
 		case <-ctx.Done():
 			timer.Stop()
 			return fmt.Errorf("%w (retries ended: %w)", err, context.Cause(ctx))

@@ -14,12 +14,19 @@ import (
 	"github.com/prometheus/prometheus/prompb"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/config/configmiddleware"
 	"go.opentelemetry.io/collector/consumer/consumererror"
 	"go.opentelemetry.io/collector/exporter/exportertest"
+	"go.opentelemetry.io/collector/extension/extensioncapabilities"
+	"go.opentelemetry.io/collector/extension/extensiontest"
 	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/otelcol-gpu/otelcol-gpu/exporter/remotewriteexporter/internal/metadata"
+	"github.com/otelcol-gpu/otelcol-gpu/extension/drainextension"
 )
 
 // receivedRequests is a remote-write endpoint that decodes what it is sent.
@@ -271,4 +278,70 @@ func TestRetryAfterIsReadAsSecondsOrADate(t *testing.T) {
 	assert.InDelta(t, time.Minute.Seconds(), d.Seconds(), 2)
 	_, ok = retryAfter("soon")
 	assert.False(t, ok)
+}
+
+// hostWith is a host that offers the given extensions to the exporter's HTTP client.
+type hostWith map[component.ID]component.Component
+
+func (h hostWith) GetExtensions() map[component.ID]component.Component { return h }
+
+// TestAStopDuringAnOutageEndsAtTheFlushTimeout: the backend is down and the exporter
+// waits a minute between retries; shutdown begins and the drain extension's flush timeout
+// passes. The exporter stops waiting at once, its next attempt is refused and counted by
+// the drain, and the batch is dropped for good, instead of the stopping collector sitting
+// out its backoff past the supervisor's grace period.
+func TestAStopDuringAnOutageEndsAtTheFlushTimeout(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	url := srv.URL
+	srv.Close() // connections refused, as from a Prometheus that is down
+
+	core, logs := observer.New(zap.InfoLevel)
+	drainSet := extensiontest.NewNopSettings(drainextension.NewFactory().Type())
+	drainSet.Logger = zap.New(core)
+	drainCfg := drainextension.NewFactory().CreateDefaultConfig().(*drainextension.Config)
+	drainCfg.FlushTimeout = 200 * time.Millisecond
+	drain, err := drainextension.NewFactory().Create(context.Background(), drainSet, drainCfg)
+	require.NoError(t, err)
+	drainID := component.NewID(drainextension.NewFactory().Type())
+
+	cfg := retryingConfig(url)
+	cfg.RetryConfig.InitialInterval = time.Minute
+	cfg.RetryConfig.MaxInterval = time.Minute
+	cfg.ClientConfig.Middlewares = []configmiddleware.Config{{ID: drainID}}
+	set := exportertest.NewNopSettings(metadata.Type)
+	e := newExporter(cfg, set.TelemetrySettings, set.BuildInfo, time.Now)
+	require.NoError(t, e.start(context.Background(), hostWith{drainID: drain}))
+
+	pushed := make(chan error, 1)
+	go func() { pushed <- e.push(context.Background(), gpuBatch("GPU-1", time.Now(), 1)) }()
+	time.Sleep(100 * time.Millisecond) // the first attempt failed; the exporter waits
+	require.NoError(t, drain.(extensioncapabilities.PipelineWatcher).NotReady())
+
+	select {
+	case err = <-pushed:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the exporter still waits for its next retry long after the flush timeout passed")
+	}
+	require.Error(t, err)
+	assert.True(t, consumererror.IsPermanent(err), "dropped for good, not retried: %v", err)
+	assert.Contains(t, err.Error(), "flush timeout")
+
+	require.NoError(t, drain.Shutdown(context.Background()))
+	assert.Equal(t, 1, logs.FilterMessage("Shutdown: 3 samples in 1 requests dropped after the flush timeout (200ms)").Len(),
+		"the drain counted the refused request: %v", logs.All())
+}
+
+// Without a middleware that bounds shutdown, the exporter keeps retrying a backend that is
+// down for as long as retry_on_failure allows.
+func TestWithoutTheDrainRetriesGoOn(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	url := srv.URL
+	srv.Close()
+	e := startedExporter(t, retryingConfig(url))
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	err := e.push(ctx, gpuBatch("GPU-1", time.Now(), 1))
+	require.Error(t, err)
+	assert.False(t, consumererror.IsPermanent(err))
+	assert.ErrorIs(t, err, context.DeadlineExceeded, "retried until the context ended")
 }

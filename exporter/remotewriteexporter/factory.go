@@ -29,10 +29,16 @@ func createDefaultConfig() component.Config {
 	client.Timeout = 30 * time.Second
 	queue := exporterhelper.NewDefaultQueueConfig()
 	queue.NumConsumers = 1
+	// As Prometheus's own remote-write (queue_config min_backoff 30ms, max_backoff 5s): a
+	// backend back from an outage or a restart gets the buffer within seconds, where the
+	// collector's default backoff (5 s growing to 30 s) would leave it waiting up to 45 s.
+	retry := configretry.NewDefaultBackOffConfig()
+	retry.InitialInterval = 30 * time.Millisecond
+	retry.MaxInterval = 5 * time.Second
 	return &Config{
 		ClientConfig:        client,
 		QueueConfig:         configoptional.Some(queue),
-		RetryConfig:         configretry.NewDefaultBackOffConfig(),
+		RetryConfig:         retry,
 		ExternalLabels:      map[string]string{},
 		AddMetricSuffixes:   true,
 		TargetInfo:          TargetInfoConfig{Enabled: true},

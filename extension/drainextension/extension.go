@@ -119,6 +119,12 @@ func (d *drain) Shutdown(context.Context) error {
 	return nil
 }
 
+// FlushTimeoutPassed is closed once the flush timeout has passed; from then on every
+// request is answered at once. An exporter that waits between retries of its own (the
+// remote_write exporter's backoff, a Retry-After) stops waiting when it closes, so that a
+// backoff of up to 30 s does not keep the stopping collector alive past the deadline.
+func (d *drain) FlushTimeoutPassed() <-chan struct{} { return d.expired.Done() }
+
 // GetHTTPRoundTripper makes the extension an HTTP client middleware (confighttp's
 // `middlewares: [{id: drain}]`).
 func (d *drain) GetHTTPRoundTripper(context.Context) (extensionmiddleware.WrapHTTPRoundTripperFunc, error) {
