@@ -34,11 +34,11 @@ func BenchmarkTranslate(b *testing.B) {
 			var n int
 			b.ReportAllocs()
 			for b.Loop() {
-				series, _, err := tr.translate(context.Background(), md)
+				batch, _, err := tr.translate(context.Background(), md)
 				if err != nil {
 					b.Fatal(err)
 				}
-				n = len(series)
+				n = batch.len()
 			}
 			b.ReportMetric(float64(n), "series")
 		})

@@ -13,7 +13,6 @@ import (
 
 	"github.com/cenkalti/backoff/v5"
 	"github.com/golang/snappy"
-	"github.com/prometheus/prometheus/prompb"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/consumer/consumererror"
 	"go.opentelemetry.io/collector/pdata/pmetric"
@@ -21,7 +20,7 @@ import (
 )
 
 // rwExporter translates and sends. push runs under mu: the queue has one consumer, and
-// the translator and the request buffers are reused from one batch to the next.
+// the translator's batch and the compressed request are reused from one batch to the next.
 type rwExporter struct {
 	cfg       *Config
 	settings  component.TelemetrySettings
@@ -33,8 +32,7 @@ type rwExporter struct {
 
 	mu         sync.Mutex
 	translator *translator
-	body       []byte // the marshalled request, reused
-	compressed []byte // its snappy encoding, reused
+	compressed []byte // a request's snappy encoding, reused
 }
 
 func newExporter(cfg *Config, settings component.TelemetrySettings, buildInfo component.BuildInfo, now func() time.Time) *rwExporter {
@@ -71,7 +69,7 @@ type shutdownBound interface {
 func (e *rwExporter) push(ctx context.Context, md pmetric.Metrics) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	series, annots, err := e.translator.translate(ctx, md)
+	batch, annots, err := e.translator.translate(ctx, md)
 	if err != nil {
 		// As contrib's exporter: what translated is sent; what did not is dropped, and
 		// retrying would not change that.
@@ -85,15 +83,14 @@ func (e *rwExporter) push(ctx context.Context, md pmetric.Metrics) error {
 	// batch's other requests are still sent. One that failed after its retries (the
 	// backend is down) ends the batch.
 	var refused []error
-	for len(series) > 0 {
-		n := min(len(series), e.cfg.MaxSeriesPerRequest)
-		if err := e.sendRetrying(ctx, series[:n]); err != nil {
+	for from := 0; from < batch.len(); from += e.cfg.MaxSeriesPerRequest {
+		to := min(batch.len(), from+e.cfg.MaxSeriesPerRequest)
+		if err := e.sendRetrying(ctx, batch.request(from, to), to-from); err != nil {
 			if !consumererror.IsPermanent(err) {
 				return errors.Join(append(refused, err)...)
 			}
 			refused = append(refused, err)
 		}
-		series = series[n:]
 	}
 	if len(refused) > 0 {
 		return consumererror.NewPermanent(errors.Join(refused...))
@@ -110,10 +107,10 @@ func (e *rwExporter) push(ctx context.Context, md pmetric.Metrics) error {
 // passes, the wait for the next attempt ends at once: the attempt is the middleware's to
 // refuse, and a backoff of up to max_interval or a long Retry-After would otherwise keep a
 // stopping collector alive past its grace period.
-func (e *rwExporter) sendRetrying(ctx context.Context, series []prompb.TimeSeries) error {
+func (e *rwExporter) sendRetrying(ctx context.Context, request []byte, series int) error {
 	retry := e.cfg.RetryConfig
 	if !retry.Enabled {
-		return e.send(ctx, series)
+		return e.send(ctx, request, series)
 	}
 	b := &backoff.ExponentialBackOff{
 		InitialInterval:     retry.InitialInterval,
@@ -125,7 +122,7 @@ func (e *rwExporter) sendRetrying(ctx context.Context, series []prompb.TimeSerie
 	start := time.Now()
 	lastAttempt := false
 	for attempt := 1; ; attempt++ {
-		err := e.send(ctx, series)
+		err := e.send(ctx, request, series)
 		if err == nil || consumererror.IsPermanent(err) {
 			return err
 		}
@@ -163,20 +160,12 @@ type retryAfterError struct {
 func (e *retryAfterError) Error() string { return e.err.Error() }
 func (e *retryAfterError) Unwrap() error { return e.err }
 
-// send writes one remote-write 1.0 request once. A 5xx, a 429 or a failed connection is
-// an error to retry (with the endpoint's Retry-After, if any); any other refusal is
-// permanent: the same body would be refused again.
-func (e *rwExporter) send(ctx context.Context, series []prompb.TimeSeries) error {
-	req := prompb.WriteRequest{Timeseries: series}
-	size := req.Size()
-	if cap(e.body) < size {
-		e.body = make([]byte, size)
-	}
-	n, err := req.MarshalToSizedBuffer(e.body[:size])
-	if err != nil {
-		return consumererror.NewPermanent(fmt.Errorf("remote_write: marshalling the request: %w", err))
-	}
-	e.compressed = snappy.Encode(e.compressed[:cap(e.compressed)], e.body[size-n:size])
+// send writes one remote-write 1.0 request (an encoded WriteRequest of the given number
+// of series) once. A 5xx, a 429 or a failed connection is an error to retry (with the
+// endpoint's Retry-After, if any); any other refusal is permanent: the same body would be
+// refused again.
+func (e *rwExporter) send(ctx context.Context, request []byte, series int) error {
+	e.compressed = snappy.Encode(e.compressed[:cap(e.compressed)], request)
 
 	httpReq, err := http.NewRequestWithContext(ctx, http.MethodPost, e.cfg.ClientConfig.Endpoint, bytes.NewReader(e.compressed))
 	if err != nil {
@@ -189,7 +178,7 @@ func (e *rwExporter) send(ctx context.Context, series []prompb.TimeSeries) error
 
 	resp, err := e.client.Do(httpReq)
 	if err != nil {
-		return fmt.Errorf("remote_write: sending %d series: %w", len(series), err)
+		return fmt.Errorf("remote_write: sending %d series: %w", series, err)
 	}
 	defer resp.Body.Close()
 	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
@@ -197,7 +186,7 @@ func (e *rwExporter) send(ctx context.Context, series []prompb.TimeSeries) error
 	if resp.StatusCode/100 == 2 {
 		return nil
 	}
-	err = fmt.Errorf("remote_write: %s refused %d series: %s: %s", e.cfg.ClientConfig.Endpoint, len(series), resp.Status, bytes.TrimSpace(msg))
+	err = fmt.Errorf("remote_write: %s refused %d series: %s: %s", e.cfg.ClientConfig.Endpoint, series, resp.Status, bytes.TrimSpace(msg))
 	if resp.StatusCode/100 == 5 || resp.StatusCode == http.StatusTooManyRequests {
 		if delay, ok := retryAfter(resp.Header.Get("Retry-After")); ok {
 			return &retryAfterError{err: err, delay: delay}

@@ -141,9 +141,9 @@ func TestRefusalsAreRetriedOnlyWhenRetryingCanHelp(t *testing.T) {
 			cfg.ClientConfig.Endpoint = srv.URL
 			e := startedExporter(t, cfg)
 
-			series, _, err := e.translator.translate(context.Background(), gpuBatch("GPU-1", time.Now(), 1))
+			batch, _, err := e.translator.translate(context.Background(), gpuBatch("GPU-1", time.Now(), 1))
 			require.NoError(t, err)
-			err = e.send(context.Background(), series)
+			err = e.send(context.Background(), batch.request(0, batch.len()), batch.len())
 			require.Error(t, err)
 			assert.Equal(t, tc.permanent, consumererror.IsPermanent(err), "%v", err)
 			assert.Contains(t, err.Error(), "answer body", "the endpoint's reason is in the error")
@@ -262,9 +262,9 @@ func TestAnUnreachableEndpointIsRetried(t *testing.T) {
 	cfg := testConfig()
 	cfg.ClientConfig.Endpoint = url
 	e := startedExporter(t, cfg)
-	series, _, err := e.translator.translate(context.Background(), gpuBatch("GPU-1", time.Now(), 1))
+	batch, _, err := e.translator.translate(context.Background(), gpuBatch("GPU-1", time.Now(), 1))
 	require.NoError(t, err)
-	err = e.send(context.Background(), series)
+	err = e.send(context.Background(), batch.request(0, batch.len()), batch.len())
 	require.Error(t, err)
 	assert.False(t, consumererror.IsPermanent(err))
 }

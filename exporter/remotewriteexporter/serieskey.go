@@ -2,51 +2,46 @@ package remotewriteexporter // import "github.com/otelcol-gpu/otelcol-gpu/export
 
 import (
 	"encoding/binary"
+	"hash/maphash"
 	"math"
 
-	"github.com/cespare/xxhash/v2"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 )
 
 // seriesKey identifies everything Prometheus's translator reads to name and label a
 // number data point: its resource's and scope's attributes, the metric's name, unit,
-// type, monotonicity and temporality, and the point's attributes. Two 64-bit xxhash
-// digests with different seeds: at 2^-128 per pair, a collision between two of a node's
-// series (a few thousand) is not a practical concern.
+// type, monotonicity and temporality, and the point's attributes. Two 64-bit digests of
+// the same bytes under independent seeds: at 2^-128 per pair, a collision between two of
+// a node's series (a few thousand) is not a practical concern.
 type seriesKey struct{ a, b uint64 }
 
-// otherSeed seeds the second digest.
-const otherSeed = 0x9e3779b97f4a7c15
-
-// keyHasher computes seriesKeys without allocating.
+// keyHasher computes seriesKeys without allocating: what a key covers is written into
+// one reused buffer, which is hashed once per digest. maphash (the runtime's AES-based
+// hash) is seeded per process, which is all the in-memory label sets need; one hash of a
+// buffer costs a fraction of the many small writes into a streaming digest that a key
+// is made of.
 type keyHasher struct {
-	a, b    *xxhash.Digest
-	scratch [8]byte
+	seedA, seedB maphash.Seed
+	buf          []byte
 }
 
 func newKeyHasher() *keyHasher {
-	return &keyHasher{a: xxhash.New(), b: xxhash.NewWithSeed(otherSeed)}
+	return &keyHasher{seedA: maphash.MakeSeed(), seedB: maphash.MakeSeed()}
 }
 
-func (h *keyHasher) reset() {
-	h.a.Reset()
-	h.b.ResetWithSeed(otherSeed)
+func (h *keyHasher) reset() { h.buf = h.buf[:0] }
+
+func (h *keyHasher) sum() seriesKey {
+	return seriesKey{maphash.Bytes(h.seedA, h.buf), maphash.Bytes(h.seedB, h.buf)}
 }
 
-func (h *keyHasher) sum() seriesKey { return seriesKey{h.a.Sum64(), h.b.Sum64()} }
-
-func (h *keyHasher) uint64(v uint64) {
-	binary.LittleEndian.PutUint64(h.scratch[:], v)
-	_, _ = h.a.Write(h.scratch[:])
-	_, _ = h.b.Write(h.scratch[:])
-}
+func (h *keyHasher) uint64(v uint64) { h.buf = binary.LittleEndian.AppendUint64(h.buf, v) }
 
 // string writes s with its length first, so that ("ab", "c") and ("a", "bc") differ.
 func (h *keyHasher) string(s string) {
 	h.uint64(uint64(len(s)))
-	_, _ = h.a.WriteString(s)
-	_, _ = h.b.WriteString(s)
+	h.buf = append(h.buf, s...)
 }
 
 func (h *keyHasher) key(k seriesKey) {
@@ -108,8 +103,12 @@ func (h *keyHasher) metricKey(resource seriesKey, m pmetric.Metric) seriesKey {
 	return h.sum()
 }
 
-// pointKey adds the point's attributes.
+// pointKey adds the point's attributes. A point without any is its metric's only series:
+// the metric's key is its key (no metric key is a series key of its own).
 func (h *keyHasher) pointKey(metric seriesKey, attrs pcommon.Map) seriesKey {
+	if attrs.Len() == 0 {
+		return metric
+	}
 	h.reset()
 	h.key(metric)
 	h.attributes(attrs)

@@ -3,18 +3,12 @@ package remotewriteexporter // import "github.com/otelcol-gpu/otelcol-gpu/export
 import (
 	"context"
 	"errors"
-	"math"
 	"regexp"
 	"slices"
 	"strings"
 	"time"
 
 	promconfig "github.com/prometheus/prometheus/config"
-	"github.com/prometheus/prometheus/model/histogram"
-	"github.com/prometheus/prometheus/model/labels"
-	"github.com/prometheus/prometheus/model/value"
-	"github.com/prometheus/prometheus/prompb"
-	"github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/storage/remote/otlptranslator/prometheusremotewrite"
 	"github.com/prometheus/prometheus/util/annotations"
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -38,14 +32,14 @@ type translator struct {
 	memoize   bool
 	resources *resourceLabelSelector
 	converter *prometheusremotewrite.PrometheusConverter
-	batch     *batchAppender
+	batch     *encodedBatch
 	keys      *keyHasher
 	labels    *labelMemo
 	missed    []seriesKey
 }
 
 func newTranslator(cfg *Config, now func() time.Time) *translator {
-	batch := &batchAppender{}
+	batch := &encodedBatch{}
 	return &translator{
 		settings: prometheusremotewrite.Settings{
 			ExternalLabels:       cfg.ExternalLabels,
@@ -66,15 +60,15 @@ func newTranslator(cfg *Config, now func() time.Time) *translator {
 	}
 }
 
-// translate returns md's series, one sample (or histogram) each. What could not be
-// translated is reported in err; the rest is returned all the same. The returned slice
-// is valid until the next call.
-func (t *translator) translate(ctx context.Context, md pmetric.Metrics) ([]prompb.TimeSeries, annotations.Annotations, error) {
+// translate returns md's series, one sample (or histogram) each, encoded as remote-write
+// requests. What could not be translated is reported in err; the rest is returned all
+// the same. The returned batch is valid until the next call.
+func (t *translator) translate(ctx context.Context, md pmetric.Metrics) (*encodedBatch, annotations.Annotations, error) {
 	t.batch.reset()
 	t.labels.startBatch()
 	if !t.memoize {
 		annots, err := t.convert(ctx, md)
-		return t.batch.finish(), annots, err
+		return t.batch, annots, err
 	}
 	var annots annotations.Annotations
 	var errs []error
@@ -94,7 +88,7 @@ func (t *translator) translate(ctx context.Context, md pmetric.Metrics) ([]promp
 			}
 		}
 	}
-	return t.batch.finish(), annots, errors.Join(errs...)
+	return t.batch, annots, errors.Join(errs...)
 }
 
 // translateMetric appends one metric's series: the points whose label set is
@@ -115,8 +109,8 @@ func (t *translator) translateMetric(ctx context.Context, res pcommon.Resource, 
 	for p := range points.Len() {
 		pt := points.At(p)
 		key := t.keys.pointKey(metricKey, pt.Attributes())
-		if labels, ok := t.labels.get(key); ok {
-			t.batch.appendSample(labels, pt)
+		if encodedLabels, ok := t.labels.get(key); ok {
+			t.batch.appendRemembered(encodedLabels, pt)
 			continue
 		}
 		t.missed = append(t.missed, key)
@@ -125,13 +119,13 @@ func (t *translator) translateMetric(ctx context.Context, res pcommon.Resource, 
 	if len(t.missed) == 0 {
 		return nil, nil
 	}
-	first := len(t.batch.series)
+	first := t.batch.len()
 	annots, err := t.convert(ctx, alone(res, sm, m, missedAt))
 	// A number point is one series. If the translator dropped or split any, nothing of
 	// this metric is remembered: it is translated again next time, as now.
-	if added := t.batch.series[first:]; err == nil && len(added) == len(t.missed) {
-		for i := range added {
-			t.labels.put(t.missed[i], added[i].Labels)
+	if added := t.batch.labels[first:]; err == nil && len(added) == len(t.missed) {
+		for i, encodedLabels := range added {
+			t.labels.put(t.missed[i], encodedLabels)
 		}
 	}
 	return annots, err
@@ -174,85 +168,26 @@ func alone(res pcommon.Resource, sm pmetric.ScopeMetrics, m pmetric.Metric, poin
 	return md
 }
 
-// batchAppender is the storage.AppenderV2 the converter writes into, and where
-// remembered series are added directly: it gathers one batch's series.
-type batchAppender struct {
-	series  []prompb.TimeSeries
-	samples []prompb.Sample // samples[i] is series[i]'s, unless series[i] is a histogram
-}
-
-func (a *batchAppender) reset() {
-	clear(a.series) // drop references to the previous batch's label sets and histograms
-	a.series, a.samples = a.series[:0], a.samples[:0]
-}
-
-func (a *batchAppender) Append(_ storage.SeriesRef, ls labels.Labels, _, t int64, v float64, h *histogram.Histogram, fh *histogram.FloatHistogram, _ storage.AppendV2Options) (storage.SeriesRef, error) {
-	built := make([]prompb.Label, 0, ls.Len())
-	ls.Range(func(l labels.Label) { built = append(built, prompb.Label{Name: l.Name, Value: l.Value}) })
-	ts := prompb.TimeSeries{Labels: built}
-	switch {
-	case fh != nil:
-		ts.Histograms = []prompb.Histogram{prompb.FromFloatHistogram(t, fh)}
-	case h != nil:
-		ts.Histograms = []prompb.Histogram{prompb.FromIntHistogram(t, h)}
-	}
-	a.series = append(a.series, ts)
-	a.samples = append(a.samples, prompb.Sample{Timestamp: t, Value: v})
-	return 0, nil
-}
-
-// appendSample adds a number point of a remembered series, valued as Prometheus's
-// translator values it: a point flagged "no recorded value" is a staleness marker.
-func (a *batchAppender) appendSample(labels []prompb.Label, pt pmetric.NumberDataPoint) {
-	var v float64
-	switch pt.ValueType() {
-	case pmetric.NumberDataPointValueTypeInt:
-		v = float64(pt.IntValue())
-	case pmetric.NumberDataPointValueTypeDouble:
-		v = pt.DoubleValue()
-	}
-	if pt.Flags().NoRecordedValue() {
-		v = math.Float64frombits(value.StaleNaN)
-	}
-	a.series = append(a.series, prompb.TimeSeries{Labels: labels})
-	a.samples = append(a.samples, prompb.Sample{Timestamp: int64(pt.Timestamp()) / int64(time.Millisecond), Value: v})
-}
-
-// finish points each float series at its sample; done once the batch is complete, as
-// a.samples may move while it grows.
-func (a *batchAppender) finish() []prompb.TimeSeries {
-	for i := range a.series {
-		if a.series[i].Histograms == nil {
-			a.series[i].Samples = a.samples[i : i+1 : i+1]
-		}
-	}
-	return a.series
-}
-
-// Commit and Rollback: the exporter sends or drops the batch itself.
-func (*batchAppender) Commit() error   { return nil }
-func (*batchAppender) Rollback() error { return nil }
-
-// labelMemo remembers each series' remote-write label set by its seriesKey. Two
+// labelMemo remembers each series' remote-write label set, encoded, by its seriesKey. Two
 // generations: a label set used in the current one is kept; at the turn, what was not
 // used since the previous turn is forgotten.
 type labelMemo struct {
 	now            func() time.Time
-	current, older map[seriesKey][]prompb.Label
+	current, older map[seriesKey][]byte
 	turned         time.Time
 }
 
 func newLabelMemo(now func() time.Time) *labelMemo {
-	return &labelMemo{now: now, current: map[seriesKey][]prompb.Label{}, older: map[seriesKey][]prompb.Label{}, turned: now()}
+	return &labelMemo{now: now, current: map[seriesKey][]byte{}, older: map[seriesKey][]byte{}, turned: now()}
 }
 
 func (c *labelMemo) startBatch() {
 	if now := c.now(); now.Sub(c.turned) >= labelCacheGeneration {
-		c.older, c.current, c.turned = c.current, make(map[seriesKey][]prompb.Label, len(c.current)), now
+		c.older, c.current, c.turned = c.current, make(map[seriesKey][]byte, len(c.current)), now
 	}
 }
 
-func (c *labelMemo) get(key seriesKey) ([]prompb.Label, bool) {
+func (c *labelMemo) get(key seriesKey) ([]byte, bool) {
 	if labels, ok := c.current[key]; ok {
 		return labels, true
 	}
@@ -264,7 +199,7 @@ func (c *labelMemo) get(key seriesKey) ([]prompb.Label, bool) {
 	return nil, false
 }
 
-func (c *labelMemo) put(key seriesKey, labels []prompb.Label) { c.current[key] = labels }
+func (c *labelMemo) put(key seriesKey, encodedLabels []byte) { c.current[key] = encodedLabels }
 
 func (c *labelMemo) len() int { return len(c.current) + len(c.older) }
 

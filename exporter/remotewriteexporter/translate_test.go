@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"testing"
 	"time"
 
@@ -60,6 +61,25 @@ func testConfig() *Config {
 	return cfg
 }
 
+// translated translates md and decodes what the batch would send, as Prometheus decodes it.
+func translated(t testing.TB, tr *translator, md pmetric.Metrics) ([]prompb.TimeSeries, error) {
+	t.Helper()
+	batch, _, err := tr.translate(context.Background(), md)
+	return sent(t, batch), err
+}
+
+// sent decodes a batch's WriteRequest.
+func sent(t testing.TB, batch *encodedBatch) []prompb.TimeSeries {
+	t.Helper()
+	if batch.len() == 0 {
+		return nil
+	}
+	var wr prompb.WriteRequest
+	require.NoError(t, wr.Unmarshal(batch.request(0, batch.len())))
+	require.Len(t, wr.Timeseries, batch.len())
+	return wr.Timeseries
+}
+
 // byName indexes a batch's series by their labels in Prometheus's text form.
 func byName(series []prompb.TimeSeries) map[string]prompb.TimeSeries {
 	out := map[string]prompb.TimeSeries{}
@@ -77,7 +97,7 @@ func byName(series []prompb.TimeSeries) map[string]prompb.TimeSeries {
 func TestSeriesAreNamedAndLabelledAsPrometheusOTLPEndpointNamesThem(t *testing.T) {
 	ts := time.Unix(1_700_000_000, 0)
 	tr := newTranslator(testConfig(), time.Now)
-	series, _, err := tr.translate(context.Background(), gpuBatch("GPU-1", ts, 1<<30))
+	series, err := translated(t, tr, gpuBatch("GPU-1", ts, 1<<30))
 	require.NoError(t, err)
 	got := byName(series)
 
@@ -102,7 +122,7 @@ func TestResourceAttributesOutsideTheIncludedPatternsAreNotLabels(t *testing.T) 
 	cfg := testConfig()
 	cfg.ResourceConstantLabels.Included = []string{"hw.id"}
 	cfg.ResourceConstantLabels.Excluded = nil
-	series, _, err := newTranslator(cfg, time.Now).translate(context.Background(), gpuBatch("GPU-1", time.Now(), 1))
+	series, err := translated(t, newTranslator(cfg, time.Now), gpuBatch("GPU-1", time.Now(), 1))
 	require.NoError(t, err)
 	for _, s := range series {
 		var names []string
@@ -118,7 +138,7 @@ func TestResourceAttributesOutsideTheIncludedPatternsAreNotLabels(t *testing.T) 
 func TestExternalLabelsAreAddedToEverySeries(t *testing.T) {
 	cfg := testConfig()
 	cfg.ExternalLabels = map[string]string{"cluster": "gpu-east"}
-	series, _, err := newTranslator(cfg, time.Now).translate(context.Background(), gpuBatch("GPU-1", time.Now(), 1))
+	series, err := translated(t, newTranslator(cfg, time.Now), gpuBatch("GPU-1", time.Now(), 1))
 	require.NoError(t, err)
 	require.NotEmpty(t, series)
 	for _, s := range series {
@@ -132,7 +152,7 @@ func TestAnEndedSeriesIsSentAsAStalenessMarker(t *testing.T) {
 	md := gpuBatch("GPU-1", time.Now(), 1)
 	dp := md.ResourceMetrics().At(0).ScopeMetrics().At(0).Metrics().At(0).Gauge().DataPoints().At(0)
 	dp.SetFlags(pmetric.DefaultDataPointFlags.WithNoRecordedValue(true))
-	series, _, err := newTranslator(testConfig(), time.Now).translate(context.Background(), md)
+	series, err := translated(t, newTranslator(testConfig(), time.Now), md)
 	require.NoError(t, err)
 	var stale int
 	for _, s := range series {
@@ -149,14 +169,12 @@ func TestASteadySeriesReusesItsLabelSet(t *testing.T) {
 	tr := newTranslator(testConfig(), time.Now)
 	first, _, err := tr.translate(context.Background(), gpuBatch("GPU-1", time.Now(), 1))
 	require.NoError(t, err)
-	firstLabels := map[string]*prompb.Label{}
-	for name, s := range byName(first) {
-		firstLabels[name] = &s.Labels[0]
-	}
+	firstLabels := slices.Clone(first.labels)
 	second, _, err := tr.translate(context.Background(), gpuBatch("GPU-1", time.Now().Add(time.Second), 2))
 	require.NoError(t, err)
-	for name, s := range byName(second) {
-		assert.Same(t, firstLabels[name], &s.Labels[0], "%s was rebuilt", name)
+	require.Len(t, second.labels, len(firstLabels))
+	for i := range firstLabels {
+		assert.Same(t, &firstLabels[i][0], &second.labels[i][0], "series %d's labels were encoded again", i)
 	}
 }
 
@@ -164,19 +182,21 @@ func TestLabelSetsOfEndedSeriesAreForgotten(t *testing.T) {
 	now := time.Unix(1_700_000_000, 0)
 	clock := func() time.Time { return now }
 	tr := newTranslator(testConfig(), clock)
-	_, _, err := tr.translate(context.Background(), gpuBatch("GPU-gone", now, 1))
+	_, err := translated(t, tr, gpuBatch("GPU-gone", now, 1))
 	require.NoError(t, err)
 	require.Equal(t, 3, tr.labels.len())
 
 	// Another GPU only, for two generations: the first GPU's label sets go.
 	for range 3 {
 		now = now.Add(labelCacheGeneration)
-		_, _, err = tr.translate(context.Background(), gpuBatch("GPU-live", now, 1))
+		_, err = translated(t, tr, gpuBatch("GPU-live", now, 1))
 		require.NoError(t, err)
 	}
 	assert.Equal(t, 3, tr.labels.len(), "only GPU-live's three series stay")
-	for _, s := range tr.labels.current {
-		assert.Contains(t, s, prompb.Label{Name: "hw_id", Value: "GPU-live"})
+	for _, encoded := range tr.labels.current {
+		var s prompb.TimeSeries
+		require.NoError(t, s.Unmarshal(encoded))
+		assert.Contains(t, s.Labels, prompb.Label{Name: "hw_id", Value: "GPU-live"})
 	}
 }
 
@@ -191,7 +211,7 @@ func TestAChangedAttributeIsNeverAnsweredFromMemory(t *testing.T) {
 	}
 	tr.resources = newResourceLabelSelector(ResourceLabelsConfig{Included: []string{"hw.id", "k8s.*"}})
 	for _, pod := range []string{"train-a", "train-b", "train-a"} {
-		series, _, err := tr.translate(context.Background(), cfgPods(pod))
+		series, err := translated(t, tr, cfgPods(pod))
 		require.NoError(t, err)
 		require.Len(t, series, 3)
 		for _, s := range series {
@@ -201,14 +221,14 @@ func TestAChangedAttributeIsNeverAnsweredFromMemory(t *testing.T) {
 
 	// The same for a point attribute, a metric's unit and its monotonicity, once the
 	// series are remembered.
-	_, _, err := tr.translate(context.Background(), gpuBatch("GPU-1", time.Now(), 1))
+	_, err := translated(t, tr, gpuBatch("GPU-1", time.Now(), 1))
 	require.NoError(t, err)
 	md := gpuBatch("GPU-1", time.Now(), 1)
 	ms := md.ResourceMetrics().At(0).ScopeMetrics().At(0).Metrics()
 	ms.At(0).SetUnit("%")
 	ms.At(1).Sum().SetIsMonotonic(false)
 	ms.At(1).Sum().DataPoints().At(0).Attributes().PutStr("error.type", "fatal")
-	series, _, err := tr.translate(context.Background(), md)
+	series, err := translated(t, tr, md)
 	require.NoError(t, err)
 	names := map[string]bool{}
 	for name := range byName(series) {
@@ -222,36 +242,40 @@ func TestAChangedAttributeIsNeverAnsweredFromMemory(t *testing.T) {
 	assert.Contains(t, fmt.Sprint(names), `error_type="fatal"`)
 }
 
+// mixedBatch is two GPUs' series, a histogram, a delta sum (which the translator refuses)
+// and, when v > 2, a staleness marker.
+func mixedBatch(ts time.Time, v float64) pmetric.Metrics {
+	md := gpuBatch("GPU-1", ts, v)
+	gpuBatch("GPU-2", ts, 2*v).ResourceMetrics().MoveAndAppendTo(md.ResourceMetrics())
+	ms := md.ResourceMetrics().At(1).ScopeMetrics().At(0).Metrics()
+	h := ms.AppendEmpty()
+	h.SetName("nvidia.gpu.kernel.duration")
+	h.SetUnit("s")
+	hist := h.SetEmptyHistogram()
+	hist.SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+	hp := hist.DataPoints().AppendEmpty()
+	hp.SetTimestamp(pcommon.NewTimestampFromTime(ts))
+	hp.SetCount(3)
+	hp.SetSum(v)
+	hp.ExplicitBounds().FromRaw([]float64{0.1, 1})
+	hp.BucketCounts().FromRaw([]uint64{1, 1, 1})
+	delta := ms.AppendEmpty()
+	delta.SetName("nvidia.gpu.delta")
+	d := delta.SetEmptySum()
+	d.SetAggregationTemporality(pmetric.AggregationTemporalityDelta)
+	d.SetIsMonotonic(true)
+	dp := d.DataPoints().AppendEmpty()
+	dp.SetTimestamp(pcommon.NewTimestampFromTime(ts))
+	dp.SetIntValue(1)
+	stale := ms.At(0).Gauge().DataPoints().At(0)
+	stale.SetFlags(pmetric.DefaultDataPointFlags.WithNoRecordedValue(v > 2))
+	return md
+}
+
 // What is answered from memory equals what Prometheus's translator gives, for every
 // kind of metric the translator takes, batch after batch.
 func TestRememberedSeriesEqualTheTranslatorsOwn(t *testing.T) {
-	batch := func(ts time.Time, v float64) pmetric.Metrics {
-		md := gpuBatch("GPU-1", ts, v)
-		gpuBatch("GPU-2", ts, 2*v).ResourceMetrics().MoveAndAppendTo(md.ResourceMetrics())
-		ms := md.ResourceMetrics().At(1).ScopeMetrics().At(0).Metrics()
-		h := ms.AppendEmpty()
-		h.SetName("nvidia.gpu.kernel.duration")
-		h.SetUnit("s")
-		hist := h.SetEmptyHistogram()
-		hist.SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
-		hp := hist.DataPoints().AppendEmpty()
-		hp.SetTimestamp(pcommon.NewTimestampFromTime(ts))
-		hp.SetCount(3)
-		hp.SetSum(v)
-		hp.ExplicitBounds().FromRaw([]float64{0.1, 1})
-		hp.BucketCounts().FromRaw([]uint64{1, 1, 1})
-		delta := ms.AppendEmpty()
-		delta.SetName("nvidia.gpu.delta")
-		d := delta.SetEmptySum()
-		d.SetAggregationTemporality(pmetric.AggregationTemporalityDelta)
-		d.SetIsMonotonic(true)
-		dp := d.DataPoints().AppendEmpty()
-		dp.SetTimestamp(pcommon.NewTimestampFromTime(ts))
-		dp.SetIntValue(1)
-		stale := ms.At(0).Gauge().DataPoints().At(0)
-		stale.SetFlags(pmetric.DefaultDataPointFlags.WithNoRecordedValue(v > 2))
-		return md
-	}
+	batch := mixedBatch
 	type sample struct {
 		ts int64
 		v  string
@@ -273,8 +297,8 @@ func TestRememberedSeriesEqualTheTranslatorsOwn(t *testing.T) {
 	start := time.Unix(1_700_000_000, 0)
 	for i := range 4 {
 		ts, v := start.Add(time.Duration(i)*time.Second), float64(i)
-		got, _, errGot := remembering.translate(context.Background(), batch(ts, v))
-		want, _, errWant := plain.translate(context.Background(), batch(ts, v))
+		got, errGot := translated(t, remembering, batch(ts, v))
+		want, errWant := translated(t, plain, batch(ts, v))
 		assert.Equal(t, errWant != nil, errGot != nil, "the delta sum is refused by both: %v / %v", errWant, errGot)
 		assert.Equal(t, flatten(want), flatten(got), "batch %d", i)
 		assert.Len(t, got, 6+5, "three series per GPU, the histogram's five (three buckets, sum, count)")
@@ -294,11 +318,11 @@ func TestRememberedSeriesEqualTheTranslatorsOwnOnEveryScenario(t *testing.T) {
 				cfg.ResourceConstantLabels.Excluded = nil
 				remembering, plain := newTranslator(cfg, time.Now), newTranslator(cfg, time.Now)
 				plain.memoize = false
-				want, _, err := plain.translate(context.Background(), md)
+				want, err := translated(t, plain, md)
 				require.NoError(t, err)
 				wantSeries := byName(want)
 				for range 2 { // the first translation fills the memory, the second reads it
-					got, _, err := remembering.translate(context.Background(), md)
+					got, err := translated(t, remembering, md)
 					require.NoError(t, err)
 					require.Equal(t, len(want), len(got))
 					gotSeries := byName(got)
@@ -311,6 +335,39 @@ func TestRememberedSeriesEqualTheTranslatorsOwnOnEveryScenario(t *testing.T) {
 				}
 				require.Equal(t, len(want), remembering.labels.len())
 			})
+		}
+	}
+}
+
+// A batch's encoding is prompb's own Marshal of the same WriteRequest, byte for byte, for
+// series answered from memory and through the translator alike; any split into requests
+// is the encoding of the batch's series in that range.
+func TestTheEncodingIsPrompbsOwn(t *testing.T) {
+	batches := map[string]pmetric.Metrics{"mixed": mixedBatch(time.Unix(1_700_000_000, 0), 3)}
+	for _, name := range []string{"dgxh100-shared-gpu", "dgxh100-mig", "dgxh100-gpu-lost"} {
+		batches[name] = goldenScrape(t, "default", name)
+	}
+	zero := gpuBatch("GPU-0", time.Unix(0, 0), 0) // a zero value and timestamp: fields prompb leaves out
+	batches["zeros"] = zero
+	for name, md := range batches {
+		for _, memoize := range []bool{true, false} {
+			tr := newTranslator(testConfig(), time.Now)
+			tr.memoize = memoize
+			for round := range 2 { // the second round answers from memory
+				batch, _, _ := tr.translate(context.Background(), md)
+				series := sent(t, batch)
+				want, err := (&prompb.WriteRequest{Timeseries: series}).Marshal()
+				require.NoError(t, err)
+				require.Equal(t, want, batch.request(0, batch.len()), "%s, memoize %v, round %d", name, memoize, round)
+				for _, per := range []int{1, 7} {
+					for from := 0; from < batch.len(); from += per {
+						to := min(batch.len(), from+per)
+						part, err := (&prompb.WriteRequest{Timeseries: series[from:to]}).Marshal()
+						require.NoError(t, err)
+						require.Equal(t, part, batch.request(from, to))
+					}
+				}
+			}
 		}
 	}
 }
