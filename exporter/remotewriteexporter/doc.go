@@ -7,8 +7,9 @@
 // with Prometheus's own OTLP translator (the code behind Prometheus 3's OTLP endpoint,
 // which computes a resource's labels once per resource and sanitises each attribute name
 // once per batch), so a series gets the same name and labels as the same data sent by
-// OTLP into Prometheus 3, and it keeps each series' remote-write label set between
-// batches (keyed by the label set's hash, checked on every hit), so that a steady series
-// costs no allocation for its labels. What it does not do: remote-write 2.0, a write-ahead
-// log, metadata: contrib's exporter stays for those.
+// OTLP into Prometheus 3, and it keeps each series' label set between batches, encoded
+// (keyed by a 128-bit hash of everything the translator reads to label the series), so
+// that a steady series costs a hash and a copy of its bytes: no label is rebuilt or
+// marshalled again. What it does not do: remote-write 2.0, a write-ahead log, metadata:
+// contrib's exporter stays for those.
 package remotewriteexporter // import "github.com/otelcol-gpu/otelcol-gpu/exporter/remotewriteexporter"
