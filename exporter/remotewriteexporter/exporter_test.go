@@ -330,18 +330,3 @@ func TestAStopDuringAnOutageEndsAtTheFlushTimeout(t *testing.T) {
 	assert.Equal(t, 1, logs.FilterMessage("Shutdown: 3 samples in 1 requests dropped after the flush timeout (200ms)").Len(),
 		"the drain counted the refused request: %v", logs.All())
 }
-
-// Without a middleware that bounds shutdown, the exporter keeps retrying a backend that is
-// down for as long as retry_on_failure allows.
-func TestWithoutTheDrainRetriesGoOn(t *testing.T) {
-	srv := httptest.NewServer(http.NotFoundHandler())
-	url := srv.URL
-	srv.Close()
-	e := startedExporter(t, retryingConfig(url))
-	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
-	defer cancel()
-	err := e.push(ctx, gpuBatch("GPU-1", time.Now(), 1))
-	require.Error(t, err)
-	assert.False(t, consumererror.IsPermanent(err))
-	assert.ErrorIs(t, err, context.DeadlineExceeded, "retried until the context ended")
-}
