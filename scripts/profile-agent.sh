@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # profile-agent.sh: run the node agent as shipped (configs/agent.yaml, the agent build,
-# GOMAXPROCS=1) on simulated 8-GPU nodes into a real Prometheus 3, take a CPU profile of
-# it and print what it cost. This is how docs/benchmarks.md's pprof tables and the
-# compression comparison were taken; make bench-pipelines gives the side-by-side figures.
+# the Go runtime's settings of deploy/systemd/otelcol-gpu.env.example) on simulated 8-GPU
+# nodes into a real Prometheus 3, take a CPU profile of it and print what it cost. This is
+# how docs/benchmarks.md's pprof tables and the compression comparison were taken; make
+# bench-pipelines gives the side-by-side figures.
 #
 #   scripts/profile-agent.sh OUT.pprof [--config OVERLAY ...]
 #   e.g. scripts/profile-agent.sh /tmp/otlp.pprof --config deploy/config-overlays/prometheus-otlp.yaml
@@ -63,7 +64,8 @@ env PROMETHEUS_REMOTE_WRITE_URL=http://127.0.0.1:19090/api/v1/write \
 	PROMETHEUS_OTLP_URL=http://127.0.0.1:19090/api/v1/otlp/v1/metrics \
 	OTELCOL_GPU_KUBELET_SOCKET="unix://$work/empty/kubelet.sock" \
 	OTELCOL_GPU_PROC_ROOT="$work/empty" OTELCOL_GPU_POD_LOGS_DIR="$work/empty" \
-	OTELCOL_GPU_HEALTH_ENDPOINT=127.0.0.1:13999 OTELCOL_GPU_TELEMETRY_PORT=18999 GOMAXPROCS=1 \
+	OTELCOL_GPU_HEALTH_ENDPOINT=127.0.0.1:13999 OTELCOL_GPU_TELEMETRY_PORT=18999 \
+	$(grep -E '^(GOMAXPROCS|GOMEMLIMIT)=' "$root/deploy/systemd/otelcol-gpu.env.example") \
 	"$agent" --config "$root/configs/agent.yaml" "$@" --config "$work/receivers.yaml" >"$work/agent.log" 2>&1 &
 agent_pid=$!
 pids+=("$agent_pid")

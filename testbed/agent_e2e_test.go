@@ -83,9 +83,9 @@ func startAgentOn(t *testing.T, p *prom.Server, host, system, scenario string, n
 		"OTELCOL_GPU_INTERVAL=1s",
 		"OTELCOL_GPU_HEALTH_ENDPOINT=" + health,
 		fmt.Sprintf("OTELCOL_GPU_TELEMETRY_PORT=%d", proc.FreePort(t)),
-		// As the shipped DaemonSets and systemd unit run it.
-		"GOMAXPROCS=1",
 	}
+	// As the shipped DaemonSets and systemd unit run it.
+	env = append(env, proc.ShippedRuntimeEnv(t)...)
 	env = append(env, node.env...)
 	configs := []string{filepath.Join(proc.RepoRoot(), "configs", "agent.yaml")}
 	for _, o := range node.overlays {

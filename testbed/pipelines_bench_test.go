@@ -178,10 +178,10 @@ func startNative(t *testing.T, p *prom.Server, gpus int, interval time.Duration,
 		"OTELCOL_GPU_POD_LOGS_DIR=" + t.TempDir(),
 		"OTELCOL_GPU_HEALTH_ENDPOINT=" + health,
 		fmt.Sprintf("OTELCOL_GPU_TELEMETRY_PORT=%d", proc.FreePort(t)),
-		// As the shipped DaemonSets and systemd unit run it.
-		"GOMAXPROCS=1",
 	}
-	// Variations to measure, e.g. BENCH_NATIVE_ENV=GOMAXPROCS=2 or
+	// As the shipped DaemonSets and systemd unit run it.
+	env = append(env, proc.ShippedRuntimeEnv(t)...)
+	// Variations to measure, e.g. BENCH_NATIVE_ENV=GOGC=200 or
 	// BENCH_AGENT_SETS=service::pipelines::metrics::processors=[memory_limiter,gpu_enrich].
 	env = append(env, strings.Fields(os.Getenv("BENCH_NATIVE_ENV"))...)
 	configs := []string{filepath.Join(proc.RepoRoot(), "configs", "agent.yaml")}
