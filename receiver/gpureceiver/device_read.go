@@ -88,6 +88,7 @@ func (r *deviceRead) recordAll() {
 	r.mb.EmitForResource(metadata.WithResource(r.gpuResource()))
 	migs := r.recordMIG()
 	r.recordProcesses(migs)
+	r.dev.resources.forgetUnseen()
 }
 
 // skip is true when a call should not be made: the GPU is gone, or the call is known to be

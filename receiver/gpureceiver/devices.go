@@ -30,7 +30,9 @@ type gpuDevice struct {
 	inventory inventory
 
 	resource pcommon.Resource
-	static   staticFacts
+	// resources are its MIG instances' and processes' (resourceCache).
+	resources resourceCache
+	static    staticFacts
 	// fieldRequest is the GPU's nvmlDeviceGetFieldValues batch, reused every scrape.
 	fieldRequest []nvml.FieldValue
 	// fieldValues holds the decoded answers to fieldRequest, reused every scrape.

@@ -75,3 +75,73 @@ func TestMinorNumberAbsentWhereNVMLCannotTell(t *testing.T) {
 	assert.False(t, ok)
 	assert.Equal(t, int64(0), intAttr(t, gpu.Resource().Attributes(), "nvidia.gpu.index"))
 }
+
+// TestProcessAndMIGResourcesFollowTheirSubjects: the resources of processes and MIG
+// instances are kept between scrapes (resourceCache). A process that exits and a MIG
+// instance that is destroyed leave no resource behind, nothing kept grows with them, and
+// what a scrape emits is the receiver's own copy: a processor that adds attributes to it
+// (gpu_enrich adds the pod's) does not change the next scrape's.
+func TestProcessAndMIGResourcesFollowTheirSubjects(t *testing.T) {
+	clock := newFakeClock()
+	sim := newSim(t, "dgxa100", "churn", clock)
+	s := startedScraper(t, testConfig(), sim, clock)
+	gpu0, gpu1 := s.devices[0].uuid, s.devices[1].uuid
+	// scrape returns the processes' resources by GPU and PID, and GPU 1's MIG instances'.
+	scrape := func() (procs, migs map[string]pcommon.Map) {
+		t.Helper()
+		clock.Step(10 * time.Second)
+		md, err := s.scrape(context.Background())
+		require.NoError(t, err)
+		procs, migs = map[string]pcommon.Map{}, map[string]pcommon.Map{}
+		for key, rm := range processResources(md) {
+			procs[key] = rm.Resource().Attributes()
+		}
+		for key, rm := range migResources(md) {
+			if parent, _ := rm.Resource().Attributes().Get("hw.parent"); parent.Str() == gpu1 {
+				migs[key] = rm.Resource().Attributes()
+			}
+		}
+		return procs, migs
+	}
+	name := func(attrs pcommon.Map) string {
+		v, _ := attrs.Get("process.executable.name")
+		return v.Str()
+	}
+
+	procs, migs := scrape()
+	require.Contains(t, procs, gpu0+"/43001")
+	require.Contains(t, procs, gpu0+"/43002")
+	assert.Equal(t, "python3", name(procs[gpu0+"/43001"]))
+	assert.Equal(t, "dataloader", name(procs[gpu0+"/43002"]))
+	require.Len(t, migs, 2, "GPU 1 in two MIG halves")
+	for _, attrs := range procs {
+		attrs.PutStr("k8s.pod.name", "added-downstream")
+	}
+	for _, attrs := range migs {
+		attrs.PutStr("k8s.pod.name", "added-downstream")
+	}
+
+	for range 6 { // past the churn (40 s) and the next MIG listing (a minute)
+		procs, migs = scrape()
+	}
+	require.Contains(t, procs, gpu0+"/43001")
+	assert.NotContains(t, procs, gpu0+"/43002", "the data loader exited")
+	assert.Equal(t, "python3", name(procs[gpu0+"/43001"]))
+	assert.Len(t, migs, 1, "one MIG half destroyed")
+	for key, attrs := range procs {
+		_, added := attrs.Get("k8s.pod.name")
+		assert.False(t, added, "process %s: what a processor added to an earlier scrape", key)
+	}
+	for key, attrs := range migs {
+		_, added := attrs.Get("k8s.pod.name")
+		assert.False(t, added, "MIG instance %s: what a processor added to an earlier scrape", key)
+	}
+	assert.Len(t, s.devices[0].resources.kept, 1, "GPU 0 keeps only its remaining process's resource")
+	onGPU1 := len(migs)
+	for _, attrs := range procs {
+		if parent, _ := attrs.Get("hw.parent"); parent.Str() == gpu1 {
+			onGPU1++
+		}
+	}
+	assert.Len(t, s.devices[1].resources.kept, onGPU1, "GPU 1 keeps only its remaining instance's and processes' resources")
+}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"go.opentelemetry.io/collector/pdata/pcommon"
 
 	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpureceiver/internal/metadata"
 )
@@ -114,9 +115,12 @@ func (r *deviceRead) recordMIG() map[uint32]*migInstance {
 				r.recordActivity(v)
 			}
 		}
-		rb := r.identity()
-		mi.describe(rb, r.dev)
-		r.mb.EmitForResource(metadata.WithResource(rb.Emit()))
+		res := r.dev.resources.get(resourceSubject{mig: mi}, func() pcommon.Resource {
+			rb := r.identity()
+			mi.describe(rb, r.dev)
+			return rb.Emit()
+		})
+		r.mb.EmitForResource(metadata.WithResource(res))
 	}
 	return out
 }

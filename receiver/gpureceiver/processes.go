@@ -2,6 +2,7 @@ package gpureceiver // import "github.com/otelcol-gpu/otelcol-gpu/receiver/gpure
 
 import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"go.opentelemetry.io/collector/pdata/pcommon"
 
 	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpureceiver/internal/metadata"
 )
@@ -124,18 +125,25 @@ func (r *deviceRead) recordProcesses(migs map[uint32]*migInstance) {
 			r.mb.RecordNvidiaGpuProcessUtilizationDataPoint(r.now, u.enc/n, metadata.AttributeNvidiaGpuEngineEncoder)
 			r.mb.RecordNvidiaGpuProcessUtilizationDataPoint(r.now, u.dec/n, metadata.AttributeNvidiaGpuEngineDecoder)
 		}
-		rb := r.identity()
+		subject := resourceSubject{process: true, pid: p.pid, name: r.procNames.lookup(r.lib, p.pid), graphics: p.graphics}
 		if mi := migs[p.gpuInstance]; p.gpuInstance != noInstance && mi != nil {
-			mi.describe(rb, r.dev)
+			subject.mig = mi
 		}
-		rb.SetProcessPid(int64(p.pid))
-		rb.SetProcessExecutableName(r.procNames.lookup(r.lib, p.pid))
-		if p.graphics {
-			rb.SetNvidiaGpuProcessType("graphics")
-		} else {
-			rb.SetNvidiaGpuProcessType("compute")
-		}
-		r.mb.EmitForResource(metadata.WithResource(rb.Emit()))
+		res := r.dev.resources.get(subject, func() pcommon.Resource {
+			rb := r.identity()
+			if subject.mig != nil {
+				subject.mig.describe(rb, r.dev)
+			}
+			rb.SetProcessPid(int64(p.pid))
+			rb.SetProcessExecutableName(subject.name)
+			if p.graphics {
+				rb.SetNvidiaGpuProcessType("graphics")
+			} else {
+				rb.SetNvidiaGpuProcessType("compute")
+			}
+			return rb.Emit()
+		})
+		r.mb.EmitForResource(metadata.WithResource(res))
 	}
 }
 

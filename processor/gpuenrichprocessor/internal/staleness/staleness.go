@@ -94,6 +94,17 @@ func (t *Tracker) collect(rm pmetric.ResourceMetrics, prev, cur *origin) {
 	// The resource's hash stands for its attributes in every point's key: hashing the
 	// attributes again per point cost more than the rest of this walk.
 	resID := t.hash.attributes(resAttrs)
+	// Its attributes, kept once per batch (not per point): the copy prev kept, if it had
+	// this resource.
+	if _, ok := cur.resources[resID]; !ok {
+		if kept, ok := lookupResource(prev, resID); ok {
+			cur.resources[resID] = kept
+		} else {
+			r := pcommon.NewMap()
+			resAttrs.CopyTo(r)
+			cur.resources[resID] = r
+		}
+	}
 	for i := 0; i < rm.ScopeMetrics().Len(); i++ {
 		sm := rm.ScopeMetrics().At(i)
 		for j := 0; j < sm.Metrics().Len(); j++ {
@@ -120,18 +131,12 @@ func (t *Tracker) collect(rm pmetric.ResourceMetrics, prev, cur *origin) {
 				}
 				if kept := lookup(prev, key); kept != nil {
 					cur.series[key] = kept
-					cur.resources[resID] = prev.resources[kept.resource]
 					continue
 				}
 				ns := s
 				ns.attrs = pcommon.NewMap()
 				dp.Attributes().CopyTo(ns.attrs)
 				cur.series[key] = &ns
-				if _, ok := cur.resources[resID]; !ok {
-					r := pcommon.NewMap()
-					resAttrs.CopyTo(r)
-					cur.resources[resID] = r
-				}
 			}
 		}
 	}
@@ -142,6 +147,14 @@ func lookup(o *origin, key id) *series {
 		return nil
 	}
 	return o.series[key]
+}
+
+func lookupResource(o *origin, key id) (pcommon.Map, bool) {
+	if o == nil {
+		return pcommon.Map{}, false
+	}
+	r, ok := o.resources[key]
+	return r, ok
 }
 
 // end writes the end markers of the series prev had and cur lacks.
