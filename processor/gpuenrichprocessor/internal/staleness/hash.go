@@ -29,14 +29,24 @@ func (h *hasher) attributes(m pcommon.Map) uint64 {
 	return sum
 }
 
-// point hashes one point's series: its resource, scope, metric name and attributes.
-func (h *hasher) point(resource uint64, scope, metric string, attrs pcommon.Map) uint64 {
-	a := h.attributes(attrs)
+// metric hashes what a metric's points share: their resource, scope and metric name.
+func (h *hasher) metric(resource uint64, scope, metric string) uint64 {
 	h.buf = binary.LittleEndian.AppendUint64(h.buf[:0], resource)
 	h.buf = append(h.buf, scope...)
 	h.buf = append(h.buf, 0)
 	h.buf = append(h.buf, metric...)
 	h.buf = append(h.buf, 0)
+	return xxhash.Sum64(h.buf)
+}
+
+// point hashes one point's series: its metric's hash and its attributes. Most GPU
+// metrics' points have no attributes: theirs is a hash of the metric's alone.
+func (h *hasher) point(metric uint64, attrs pcommon.Map) uint64 {
+	var a uint64
+	if attrs.Len() > 0 {
+		a = h.attributes(attrs)
+	}
+	h.buf = binary.LittleEndian.AppendUint64(h.buf[:0], metric)
 	h.buf = binary.LittleEndian.AppendUint64(h.buf, a)
 	return xxhash.Sum64(h.buf)
 }

@@ -28,37 +28,44 @@ type series struct {
 	sum, monotonic      bool
 	temporality         pmetric.AggregationTemporality
 	attrs               pcommon.Map
+	seen                uint64 // the last batch that had it
 }
 
-// origin is what one origin's last batch held.
+// resource is a resource's attributes, kept for its series' end markers.
+type resource struct {
+	attrs pcommon.Map
+	seen  uint64
+}
+
+// origin is what one origin's batches hold, as of its last one.
 type origin struct {
 	series    map[id]*series
-	resources map[id]pcommon.Map
-}
-
-func newOrigin() *origin {
-	return &origin{series: map[id]*series{}, resources: map[id]pcommon.Map{}}
+	resources map[id]*resource
+	seen      uint64
 }
 
 // Tracker remembers, per origin, the series of its last batch. Not safe for concurrent use:
 // the processor serialises batches.
 type Tracker struct {
 	origins map[string]*origin
-	// spare holds, per origin, the maps of the batch before the last, emptied: reusing them
-	// saves growing two maps of every series per batch (at 1 s that was a fifth of the
-	// tracker's cost).
-	spare map[string]*origin
-	hash  hasher
+	// batch counts the batches: a series or resource whose seen is not the current batch
+	// was missing from it. Marking what a batch has, in the maps that already hold it,
+	// costs one lookup per point; building each batch's set anew cost an insertion more.
+	batch uint64
+	// touched are the origins of the current batch.
+	touched []*origin
+	hash    hasher
 }
 
 // New returns an empty Tracker.
-func New() *Tracker { return &Tracker{origins: map[string]*origin{}, spare: map[string]*origin{}} }
+func New() *Tracker { return &Tracker{origins: map[string]*origin{}} }
 
 // EndMissing appends to md a no-recorded-value point, at ts, for every series that an
 // origin present in md had in its previous batch and lacks in this one, and remembers
 // md's series for the next batch.
 func (t *Tracker) EndMissing(md pmetric.Metrics, ts pcommon.Timestamp) {
-	now := map[string]*origin{}
+	t.batch++
+	t.touched = t.touched[:0]
 	rms := md.ResourceMetrics()
 	for i := 0; i < rms.Len(); i++ {
 		rm := rms.At(i)
@@ -66,51 +73,42 @@ func (t *Tracker) EndMissing(md pmetric.Metrics, ts pcommon.Timestamp) {
 		if v, ok := rm.Resource().Attributes().Get(originKey); ok {
 			name = v.AsString()
 		}
-		cur := now[name]
-		if cur == nil {
-			if cur = t.spare[name]; cur == nil {
-				cur = newOrigin()
-			}
-			delete(t.spare, name)
-			now[name] = cur
+		o := t.origins[name]
+		if o == nil {
+			o = &origin{series: map[id]*series{}, resources: map[id]*resource{}}
+			t.origins[name] = o
 		}
-		t.collect(rm, t.origins[name], cur)
+		if o.seen != t.batch {
+			o.seen = t.batch
+			t.touched = append(t.touched, o)
+		}
+		t.collect(rm, o)
 	}
-	for name, cur := range now {
-		if prev := t.origins[name]; prev != nil {
-			end(md, prev, cur, ts)
-			// What prev kept and cur still has, cur points to; prev's maps are free.
-			clear(prev.series)
-			clear(prev.resources)
-			t.spare[name] = prev
-		}
-		t.origins[name] = cur
+	for _, o := range t.touched {
+		end(md, o, t.batch, ts)
 	}
 }
 
-// collect records a resource's series in cur, reusing what prev already kept.
-func (t *Tracker) collect(rm pmetric.ResourceMetrics, prev, cur *origin) {
+// collect marks a resource's series as seen in this batch, remembering those it did not
+// have yet.
+func (t *Tracker) collect(rm pmetric.ResourceMetrics, o *origin) {
 	resAttrs := rm.Resource().Attributes()
 	// The resource's hash stands for its attributes in every point's key: hashing the
 	// attributes again per point cost more than the rest of this walk.
 	resID := t.hash.attributes(resAttrs)
-	// Its attributes, kept once per batch (not per point): the copy prev kept, if it had
-	// this resource.
-	if _, ok := cur.resources[resID]; !ok {
-		if kept, ok := lookupResource(prev, resID); ok {
-			cur.resources[resID] = kept
-		} else {
-			r := pcommon.NewMap()
-			resAttrs.CopyTo(r)
-			cur.resources[resID] = r
-		}
+	if r := o.resources[resID]; r != nil {
+		r.seen = t.batch
+	} else {
+		r = &resource{attrs: pcommon.NewMap(), seen: t.batch}
+		resAttrs.CopyTo(r.attrs)
+		o.resources[resID] = r
 	}
 	for i := 0; i < rm.ScopeMetrics().Len(); i++ {
 		sm := rm.ScopeMetrics().At(i)
 		for j := 0; j < sm.Metrics().Len(); j++ {
 			m := sm.Metrics().At(j)
 			var dps pmetric.NumberDataPointSlice
-			s := series{resource: resID, scopeName: sm.Scope().Name(), scopeVer: sm.Scope().Version(), name: m.Name(), unit: m.Unit()}
+			s := series{resource: resID, scopeName: sm.Scope().Name(), scopeVer: sm.Scope().Version(), name: m.Name(), unit: m.Unit(), seen: t.batch}
 			switch m.Type() {
 			case pmetric.MetricTypeGauge:
 				dps = m.Gauge().DataPoints()
@@ -120,60 +118,48 @@ func (t *Tracker) collect(rm pmetric.ResourceMetrics, prev, cur *origin) {
 			default:
 				continue // the GPU components write number points only
 			}
+			metricID := t.hash.metric(resID, s.scopeName, s.name)
 			for k := 0; k < dps.Len(); k++ {
 				dp := dps.At(k)
 				if dp.Flags().NoRecordedValue() {
 					continue // an end marker itself: the series is already gone
 				}
-				key := t.hash.point(resID, s.scopeName, s.name, dp.Attributes())
-				if cur.series[key] != nil {
-					continue
-				}
-				if kept := lookup(prev, key); kept != nil {
-					cur.series[key] = kept
+				key := t.hash.point(metricID, dp.Attributes())
+				if kept := o.series[key]; kept != nil {
+					kept.seen = t.batch
 					continue
 				}
 				ns := s
 				ns.attrs = pcommon.NewMap()
 				dp.Attributes().CopyTo(ns.attrs)
-				cur.series[key] = &ns
+				o.series[key] = &ns
 			}
 		}
 	}
 }
 
-func lookup(o *origin, key id) *series {
-	if o == nil {
-		return nil
-	}
-	return o.series[key]
-}
-
-func lookupResource(o *origin, key id) (pcommon.Map, bool) {
-	if o == nil {
-		return pcommon.Map{}, false
-	}
-	r, ok := o.resources[key]
-	return r, ok
-}
-
-// end writes the end markers of the series prev had and cur lacks.
-func end(md pmetric.Metrics, prev, cur *origin, ts pcommon.Timestamp) {
+// end writes the end markers of the series o had and this batch lacks, and forgets them
+// and the resources no series of the batch had.
+func end(md pmetric.Metrics, o *origin, batch uint64, ts pcommon.Timestamp) {
 	type scopeKey struct {
 		resource  id
 		name, ver string
 	}
-	scopes := map[scopeKey]pmetric.ScopeMetrics{}
-	metrics := map[scopeKey]map[string]pmetric.Metric{}
-	for key, s := range prev.series {
-		if cur.series[key] != nil {
+	var scopes map[scopeKey]pmetric.ScopeMetrics
+	var metrics map[scopeKey]map[string]pmetric.Metric
+	for key, s := range o.series {
+		if s.seen == batch {
 			continue
+		}
+		delete(o.series, key)
+		if scopes == nil {
+			scopes, metrics = map[scopeKey]pmetric.ScopeMetrics{}, map[scopeKey]map[string]pmetric.Metric{}
 		}
 		sk := scopeKey{s.resource, s.scopeName, s.scopeVer}
 		sm, ok := scopes[sk]
 		if !ok {
 			rm := md.ResourceMetrics().AppendEmpty()
-			prev.resources[s.resource].CopyTo(rm.Resource().Attributes())
+			o.resources[s.resource].attrs.CopyTo(rm.Resource().Attributes())
 			sm = rm.ScopeMetrics().AppendEmpty()
 			sm.Scope().SetName(s.scopeName)
 			sm.Scope().SetVersion(s.scopeVer)
@@ -203,5 +189,10 @@ func end(md pmetric.Metrics, prev, cur *origin, ts pcommon.Timestamp) {
 		dp.SetStartTimestamp(ts)
 		dp.SetTimestamp(ts)
 		dp.SetFlags(pmetric.DefaultDataPointFlags.WithNoRecordedValue(true))
+	}
+	for key, r := range o.resources {
+		if r.seen != batch {
+			delete(o.resources, key)
+		}
 	}
 }
