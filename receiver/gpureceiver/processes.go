@@ -148,35 +148,18 @@ func (r *deviceRead) recordProcesses(migs map[uint32]*migInstance) {
 }
 
 // processNames caches process names by PID: NVML is asked once per PID, for as long as
-// the PID is seen.
+// the PID is seen (the scraper forgets the others after each scrape).
 type processNames struct {
-	names map[uint32]string
-	seen  map[uint32]bool // the PIDs of this scrape
+	seenCache[uint32, string]
 }
 
-func newProcessNames() *processNames {
-	return &processNames{names: map[uint32]string{}, seen: map[uint32]bool{}}
-}
+func newProcessNames() *processNames { return &processNames{} }
 
 func (c *processNames) lookup(lib nvml.Interface, pid uint32) string {
-	c.seen[pid] = true
-	if name, ok := c.names[pid]; ok {
-		return name
-	}
-	name := ""
-	if n, ret := lib.SystemGetProcessName(int(pid)); ret == nvml.SUCCESS {
-		name = n
-	}
-	c.names[pid] = name
-	return name
-}
-
-// forgetUnseen drops the PIDs not seen since the last call: their processes are gone.
-func (c *processNames) forgetUnseen() {
-	for pid := range c.names {
-		if !c.seen[pid] {
-			delete(c.names, pid)
+	return c.get(pid, func() string {
+		if n, ret := lib.SystemGetProcessName(int(pid)); ret == nvml.SUCCESS {
+			return n
 		}
-	}
-	clear(c.seen)
+		return ""
+	})
 }
