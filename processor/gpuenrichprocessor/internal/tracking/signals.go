@@ -1,6 +1,9 @@
 package tracking
 
-import "time"
+import (
+	"sort"
+	"time"
+)
 
 // Covers reports whether the samples span at least `window` (the signal has seen enough).
 func Covers(samples []Sample, window time.Duration) bool {
@@ -14,11 +17,10 @@ func Within(samples []Sample, window time.Duration) []Sample {
 		return nil
 	}
 	last := samples[len(samples)-1].T
-	i := len(samples) - 1
-	for i > 0 && last.Sub(samples[i].T) < window {
-		i--
-	}
-	return samples[i:]
+	// Samples are in time order: the first one inside the window is found by bisection,
+	// and the one before it (the newest at least `window` old) is kept too.
+	inside := sort.Search(len(samples), func(i int) bool { return last.Sub(samples[i].T) < window })
+	return samples[max(inside-1, 0):]
 }
 
 // IdleFor reports whether utilization stayed under threshold over a fully covered window.
@@ -41,10 +43,10 @@ func Slope(samples []Sample) float64 {
 	if n < 2 {
 		return 0
 	}
-	t0 := samples[0].T
+	t0 := samples[0].T.UnixNano()
 	var sx, sy, sxx, sxy float64
 	for _, s := range samples {
-		x := s.T.Sub(t0).Seconds()
+		x := float64(s.T.UnixNano()-t0) / 1e9
 		sx += x
 		sy += s.Memory
 		sxx += x * x

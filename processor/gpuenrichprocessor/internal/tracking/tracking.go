@@ -56,7 +56,12 @@ const MaxEnergyGap = 5 * time.Minute
 
 // entry is everything kept for one key.
 type entry struct {
+	// samples[first:] is the window, oldest first. Samples that fall out of it are
+	// skipped by advancing first, and the window is moved to a new array once the
+	// skipped prefix is as long as the window: each sample is copied about once, instead
+	// of the whole window at every observation (900 samples per GPU at 1 s collections).
 	samples  []Sample
+	first    int
 	lastSeen time.Time
 
 	// A GPU's last cumulative energy reading.
@@ -93,25 +98,29 @@ func (t *Tracker) entry(k Key, now time.Time) *entry {
 	return e
 }
 
-// Observe adds a sample and returns a copy of the series' window (oldest first). A sample
-// older than the newest one is ignored (batches can repeat or arrive late).
+// Observe adds a sample and returns the series' window (oldest first). A sample older
+// than the newest one is ignored (batches can repeat or arrive late). The window is never
+// written to afterwards (later samples go past its end, a compaction goes to a new array),
+// so it can be read after the lock is released; it is not to be modified.
 func (t *Tracker) Observe(k Key, s Sample) []Sample {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	e := t.entry(k, s.T)
-	if n := len(e.samples); n == 0 || s.T.After(e.samples[n-1].T) {
+	if n := len(e.samples); n == e.first || s.T.After(e.samples[n-1].T) {
 		e.samples = append(e.samples, s)
 	}
 	// Drop what fell out of the longest window, keeping one sample older than it so that
 	// a window can be seen as fully covered.
-	cut := 0
-	for cut+1 < len(e.samples) && s.T.Sub(e.samples[cut+1].T) >= t.keep {
-		cut++
+	for e.first+1 < len(e.samples) && s.T.Sub(e.samples[e.first+1].T) >= t.keep {
+		e.first++
 	}
-	if cut > 0 {
-		e.samples = append(e.samples[:0], e.samples[cut:]...)
+	if live := len(e.samples) - e.first; e.first > 0 && e.first >= live {
+		moved := make([]Sample, live, 2*live)
+		copy(moved, e.samples[e.first:])
+		e.samples, e.first = moved, 0
 	}
-	return append([]Sample(nil), e.samples...)
+	n := len(e.samples)
+	return e.samples[e.first:n:n] // capped: an append by the caller cannot reach our array
 }
 
 // GPUEnergyDelta records a GPU's cumulative energy reading taken at `at` and returns the

@@ -31,6 +31,52 @@ func TestObserveKeepsTheWindowAndIgnoresLateSamples(t *testing.T) {
 	assert.True(t, Covers(w, time.Minute))
 }
 
+// A window handed out by Observe is what the signals read after the tracker's lock is
+// released: later observations, and the compactions they cause, must leave it as it was.
+func TestAWindowHandedOutStaysAsItWas(t *testing.T) {
+	tr := New(10 * time.Second)
+	var windows [][]Sample
+	var copies [][]Sample
+	for i := range 100 {
+		w := tr.Observe(GPUKey("gpu"), Sample{T: t0.Add(time.Duration(i) * time.Second), Memory: float64(i)})
+		windows = append(windows, w)
+		copies = append(copies, append([]Sample(nil), w...))
+		_ = append(w, Sample{Memory: -1}) // a caller appending must not reach the tracker's array
+	}
+	for i := range windows {
+		assert.Equal(t, copies[i], windows[i], "window %d changed after later observations", i)
+	}
+	last := windows[len(windows)-1]
+	assert.Len(t, last, 11, "10 s at 1 s, plus the sample just before the window")
+	assert.Equal(t, float64(89), last[0].Memory)
+	assert.Equal(t, float64(99), last[len(last)-1].Memory)
+}
+
+// Within by bisection against its definition: the samples less than `window` older than
+// the newest, plus the newest one at least `window` old.
+func TestWithinMatchesALinearScan(t *testing.T) {
+	linear := func(samples []Sample, window time.Duration) []Sample {
+		i := len(samples) - 1
+		for i > 0 && samples[len(samples)-1].T.Sub(samples[i].T) < window {
+			i--
+		}
+		return samples[i:]
+	}
+	// Irregular steps, repeated timestamps included.
+	var samples []Sample
+	at := t0
+	for i := range 60 {
+		at = at.Add(time.Duration(i%4) * 700 * time.Millisecond)
+		samples = append(samples, Sample{T: at, Memory: float64(i)})
+	}
+	for n := 1; n <= len(samples); n++ {
+		for _, window := range []time.Duration{time.Nanosecond, 700 * time.Millisecond, time.Second, 5 * time.Second, time.Minute} {
+			assert.Equal(t, linear(samples[:n], window), Within(samples[:n], window), "%d samples, window %s", n, window)
+		}
+	}
+	assert.Nil(t, Within(nil, time.Minute))
+}
+
 func TestIdleFor(t *testing.T) {
 	idle := samplesEvery(time.Minute, make([]float64, 12), 0.01, 0.02)
 	assert.True(t, IdleFor(idle, 0.05, 10*time.Minute))
@@ -94,5 +140,30 @@ func TestEnergyAfterAGapStartsAfresh(t *testing.T) {
 		assert.Zero(t, tr.GPUEnergyDelta(gpu, 1000+back.Sub(t0).Seconds()*700, back), "gap %s", gap)
 		next := back.Add(10 * time.Second)
 		assert.InDelta(t, 7000, tr.GPUEnergyDelta(gpu, 1000+next.Sub(t0).Seconds()*700, next), 1e-6, "counts again after the gap %s", gap)
+	}
+}
+
+// BenchmarkObserveFullWindow is what gpu_enrich does for one busy GPU at every batch once
+// its window is full: the leak window (15 minutes) at 1 s collections, 900 samples,
+// observed and read by the three signals with gpu_enrich's default rules.
+func BenchmarkObserveFullWindow(b *testing.B) {
+	const total = 80e9
+	rule := LeakRule{Window: 15 * time.Minute, MinGrowth: 0.05, UtilizationTolerance: 0.25}
+	tr := New(15 * time.Minute)
+	at := t0
+	sample := func() Sample {
+		at = at.Add(time.Second)
+		return Sample{T: at, Util: 0.9, HasUtil: true, Memory: 60e9}
+	}
+	for range 900 {
+		tr.Observe(GPUKey("gpu"), sample())
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		w := tr.Observe(GPUKey("gpu"), sample())
+		_ = IdleFor(w, 0.05, 10*time.Minute)
+		_ = Slope(Within(w, rule.Window))
+		_ = LeakSuspected(w, total, rule)
 	}
 }
