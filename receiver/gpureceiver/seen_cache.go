@@ -7,32 +7,39 @@ import "go.opentelemetry.io/collector/pdata/pcommon"
 // drops what that scrape did not ask for, so it follows processes and instances as they
 // come and go and holds only the current ones.
 type seenCache[K comparable, V any] struct {
-	kept map[K]V
-	seen map[K]bool // since the last forgetUnseen
+	kept map[K]*seenValue[V]
+	// round counts the forgetUnseen calls: a value asked for since the last one carries
+	// the current round, so marking it is one lookup, not an insertion into a set.
+	round uint64
+}
+
+type seenValue[V any] struct {
+	v     V
+	round uint64 // the last round it was asked for in
 }
 
 // get returns the key's value, working it out the first time the key is seen.
 func (c *seenCache[K, V]) get(key K, build func() V) V {
 	if c.kept == nil {
-		c.kept, c.seen = map[K]V{}, map[K]bool{}
+		c.kept = map[K]*seenValue[V]{}
 	}
-	c.seen[key] = true
-	if v, ok := c.kept[key]; ok {
-		return v
+	kv := c.kept[key]
+	if kv == nil {
+		kv = &seenValue[V]{v: build()}
+		c.kept[key] = kv
 	}
-	v := build()
-	c.kept[key] = v
-	return v
+	kv.round = c.round
+	return kv.v
 }
 
 // forgetUnseen drops the values of keys not asked for since the last call.
 func (c *seenCache[K, V]) forgetUnseen() {
-	for key := range c.kept {
-		if !c.seen[key] {
+	for key, kv := range c.kept {
+		if kv.round != c.round {
 			delete(c.kept, key)
 		}
 	}
-	clear(c.seen)
+	c.round++
 }
 
 // resourceCache keeps the resources a GPU's MIG instances and processes were emitted with:
