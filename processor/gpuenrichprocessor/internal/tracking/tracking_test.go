@@ -39,9 +39,14 @@ func TestAWindowHandedOutStaysAsItWas(t *testing.T) {
 	var copies [][]Sample
 	for i := range 100 {
 		w := tr.Observe(GPUKey("gpu"), Sample{T: t0.Add(time.Duration(i) * time.Second), Memory: float64(i)})
+		if i > 0 {
+			// A caller appending to the window it holds, after the tracker has added past
+			// its end, must not overwrite what the tracker holds.
+			_ = append(windows[i-1], Sample{Memory: -1})
+		}
+		assert.Equal(t, float64(i), w[len(w)-1].Memory, "the newest sample of window %d", i)
 		windows = append(windows, w)
 		copies = append(copies, append([]Sample(nil), w...))
-		_ = append(w, Sample{Memory: -1}) // a caller appending must not reach the tracker's array
 	}
 	for i := range windows {
 		assert.Equal(t, copies[i], windows[i], "window %d changed after later observations", i)
