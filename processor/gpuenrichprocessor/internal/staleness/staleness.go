@@ -42,6 +42,9 @@ type origin struct {
 	series    map[id]*series
 	resources map[id]*resource
 	seen      uint64
+	// marked counts the series and resources the current batch marked: when they are all
+	// of them, nothing is missing and end has nothing to look through (most batches).
+	markedSeries, markedResources int
 }
 
 // Tracker remembers, per origin, the series of its last batch. Not safe for concurrent use:
@@ -79,7 +82,7 @@ func (t *Tracker) EndMissing(md pmetric.Metrics, ts pcommon.Timestamp) {
 			t.origins[name] = o
 		}
 		if o.seen != t.batch {
-			o.seen = t.batch
+			o.seen, o.markedSeries, o.markedResources = t.batch, 0, 0
 			t.touched = append(t.touched, o)
 		}
 		t.collect(rm, o)
@@ -96,12 +99,14 @@ func (t *Tracker) collect(rm pmetric.ResourceMetrics, o *origin) {
 	// The resource's hash stands for its attributes in every point's key: hashing the
 	// attributes again per point cost more than the rest of this walk.
 	resID := t.hash.attributes(resAttrs)
-	if r := o.resources[resID]; r != nil {
-		r.seen = t.batch
-	} else {
+	if r := o.resources[resID]; r == nil {
 		r = &resource{attrs: pcommon.NewMap(), seen: t.batch}
 		resAttrs.CopyTo(r.attrs)
 		o.resources[resID] = r
+		o.markedResources++
+	} else if r.seen != t.batch {
+		r.seen = t.batch
+		o.markedResources++
 	}
 	for i := 0; i < rm.ScopeMetrics().Len(); i++ {
 		sm := rm.ScopeMetrics().At(i)
@@ -126,13 +131,17 @@ func (t *Tracker) collect(rm pmetric.ResourceMetrics, o *origin) {
 				}
 				key := t.hash.point(metricID, dp.Attributes())
 				if kept := o.series[key]; kept != nil {
-					kept.seen = t.batch
+					if kept.seen != t.batch {
+						kept.seen = t.batch
+						o.markedSeries++
+					}
 					continue
 				}
 				ns := s
 				ns.attrs = pcommon.NewMap()
 				dp.Attributes().CopyTo(ns.attrs)
 				o.series[key] = &ns
+				o.markedSeries++
 			}
 		}
 	}
@@ -144,6 +153,9 @@ func end(md pmetric.Metrics, o *origin, batch uint64, ts pcommon.Timestamp) {
 	type scopeKey struct {
 		resource  id
 		name, ver string
+	}
+	if o.markedSeries == len(o.series) && o.markedResources == len(o.resources) {
+		return // the batch had every series and resource the origin had
 	}
 	var scopes map[scopeKey]pmetric.ScopeMetrics
 	var metrics map[scopeKey]map[string]pmetric.Metric

@@ -156,3 +156,13 @@ func TestAValueOfAnotherTypeIsAnotherSeries(t *testing.T) {
 	tr.EndMissing(md, 42)
 	assert.Len(t, ended(t, md), 3)
 }
+
+// A batch may carry a series twice (two receivers of one host, a resource split across
+// ResourceMetrics): counted once, so the twice-seen series cannot stand in for a missing one.
+func TestASeriesTwiceInABatchDoesNotHideAMissingOne(t *testing.T) {
+	tr := New()
+	tr.EndMissing(gpuBatch("node-1", "GPU-A", "GPU-B"), 42)
+	md := gpuBatch("node-1", "GPU-A", "GPU-A")
+	tr.EndMissing(md, 42)
+	assert.ElementsMatch(t, []string{"GPU-B/hw.gpu.utilization/general", "GPU-B/hw.gpu.utilization/encoder", "GPU-B/hw.energy/"}, ended(t, md))
+}
