@@ -32,12 +32,13 @@ func createDefaultConfig() component.Config {
 			ResourceNames:   podresources.DefaultResourceNames(),
 			DRADrivers:      podresources.DefaultDRADrivers(),
 		},
-		Processes:  ProcessesConfig{Enabled: true, ProcRoot: "/proc", MaxPerGPU: 8, MaxExecutableNameLength: 64},
-		KubeAPI:    KubeAPIConfig{AuthType: kube.AuthServiceAccount},
-		Idle:       IdleConfig{Threshold: 0.05, Window: 10 * time.Minute},
-		Leak:       LeakConfig{Window: 15 * time.Minute, MinGrowth: 0.05, UtilizationTolerance: 0.25},
-		Bottleneck: BottleneckConfig{Saturation: 0.6},
-		EndSeries:  true,
+		Processes:    ProcessesConfig{Enabled: true, ProcRoot: "/proc", MaxPerGPU: 8, MaxExecutableNameLength: 64},
+		KubeAPI:      KubeAPIConfig{AuthType: kube.AuthServiceAccount},
+		Idle:         IdleConfig{Threshold: 0.05, Window: 10 * time.Minute},
+		Leak:         LeakConfig{Window: 15 * time.Minute, MinGrowth: 0.05, UtilizationTolerance: 0.25},
+		Bottleneck:   BottleneckConfig{Saturation: 0.6},
+		EndSeries:    true,
+		Descriptions: true,
 	}
 }
 

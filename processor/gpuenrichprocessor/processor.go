@@ -121,6 +121,9 @@ func (p *gpuEnrichProcessor) processMetrics(_ context.Context, md pmetric.Metric
 	if p.cfg.EndSeries {
 		p.stale.EndMissing(md, latest)
 	}
+	if !p.cfg.Descriptions {
+		dropDescriptions(md)
+	}
 	p.tracker.Forget(p.now().Add(-forgetAfter))
 	return md, nil
 }
@@ -130,5 +133,19 @@ func (p *gpuEnrichProcessor) emitInto(rm pmetric.ResourceMetrics) {
 	out := p.mb.Emit()
 	if out.ResourceMetrics().Len() > 0 {
 		out.ResourceMetrics().At(0).ScopeMetrics().MoveAndAppendTo(rm.ScopeMetrics())
+	}
+}
+
+// dropDescriptions empties every metric's description, the received and the derived alike.
+func dropDescriptions(md pmetric.Metrics) {
+	rms := md.ResourceMetrics()
+	for i := 0; i < rms.Len(); i++ {
+		sms := rms.At(i).ScopeMetrics()
+		for j := 0; j < sms.Len(); j++ {
+			ms := sms.At(j).Metrics()
+			for k := 0; k < ms.Len(); k++ {
+				ms.At(k).SetDescription("")
+			}
+		}
 	}
 }
