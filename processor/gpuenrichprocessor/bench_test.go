@@ -1,10 +1,13 @@
 package gpuenrichprocessor
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/collector/pdata/pmetric/pmetricotlp"
 	"go.opentelemetry.io/collector/processor/processortest"
 
 	"github.com/otelcol-gpu/otelcol-gpu/processor/gpuenrichprocessor/internal/metadata"
@@ -56,6 +59,56 @@ func BenchmarkProcessBatch(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
+		})
+	}
+}
+
+// BenchmarkOTLPRequest is what an OTLP exporter does with gpu_enrich's output for one DGX
+// H100 scrape (shared-gpu: 8 GPUs and their processes), with and without the metrics'
+// descriptions: marshal the request and gzip it, as otlp_http does towards Prometheus 3.
+// It reports the request's bytes before and after gzip.
+func BenchmarkOTLPRequest(b *testing.B) {
+	for _, c := range []struct {
+		name         string
+		descriptions bool
+	}{{"descriptions", true}, {"no-descriptions", false}} {
+		b.Run(c.name, func(b *testing.B) {
+			clock := newFakeClock()
+			src, err := newSimulatedSource("dgxh100", "shared-gpu", clock.Now)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer func() { _ = src.Shutdown() }()
+			cfg := testConfig()
+			cfg.Descriptions = c.descriptions
+			p := newProcessor(cfg, processortest.NewNopSettings(metadata.Type), clock.Now, sharedSources(src.UUIDs(), clock))
+			var req pmetricotlp.ExportRequest
+			for range 3 {
+				clock.Step(time.Second)
+				md, _ := src.Scrape()
+				out, err := p.processMetrics(context.Background(), md)
+				if err != nil {
+					b.Fatal(err)
+				}
+				req = pmetricotlp.NewExportRequestFromMetrics(out)
+			}
+			var buf bytes.Buffer
+			zw := gzip.NewWriter(&buf)
+			var raw []byte
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				raw, err = req.MarshalProto()
+				if err != nil {
+					b.Fatal(err)
+				}
+				buf.Reset()
+				zw.Reset(&buf)
+				_, _ = zw.Write(raw)
+				_ = zw.Close()
+			}
+			b.ReportMetric(float64(len(raw)), "request-bytes")
+			b.ReportMetric(float64(buf.Len()), "gzip-bytes")
 		})
 	}
 }
