@@ -36,7 +36,7 @@ type Config struct {
 	EndSeries bool `mapstructure:"end_series"`
 	// Descriptions keeps every metric's description. Prometheus 3 throws OTLP's away
 	// unless it runs with --enable-feature=metadata-wal-records, and remote-write sends none,
-	// yet they are a third of an OTLP request's bytes: the Prometheus OTLP overlay turns
+	// yet they are two fifths of an OTLP request's bytes: the Prometheus OTLP overlay turns
 	// them off.
 	Descriptions bool `mapstructure:"descriptions"`
 }
