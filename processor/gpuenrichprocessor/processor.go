@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/collector/processor"
 	"go.uber.org/zap"
 
+	"github.com/otelcol-gpu/otelcol-gpu/internal/pdatawalk"
 	"github.com/otelcol-gpu/otelcol-gpu/processor/gpuenrichprocessor/internal/metadata"
 	"github.com/otelcol-gpu/otelcol-gpu/processor/gpuenrichprocessor/internal/podresources"
 	"github.com/otelcol-gpu/otelcol-gpu/processor/gpuenrichprocessor/internal/staleness"
@@ -138,14 +139,7 @@ func (p *gpuEnrichProcessor) emitInto(rm pmetric.ResourceMetrics) {
 
 // dropDescriptions empties every metric's description, the received and the derived alike.
 func dropDescriptions(md pmetric.Metrics) {
-	rms := md.ResourceMetrics()
-	for i := 0; i < rms.Len(); i++ {
-		sms := rms.At(i).ScopeMetrics()
-		for j := 0; j < sms.Len(); j++ {
-			ms := sms.At(j).Metrics()
-			for k := 0; k < ms.Len(); k++ {
-				ms.At(k).SetDescription("")
-			}
-		}
+	for i := 0; i < md.ResourceMetrics().Len(); i++ {
+		pdatawalk.EachMetric(md.ResourceMetrics().At(i), func(m pmetric.Metric) { m.SetDescription("") })
 	}
 }
