@@ -5,6 +5,8 @@ package testbed
 import (
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -99,6 +101,51 @@ func TestOTLPIntoPrometheus3MatchesRemoteWrite(t *testing.T) {
 	startAgentOn(t, otlp, "otlp-same", "dgxh200", "shared-gpu", otlpNode(otlp, fakeNode(t, uuids)))
 
 	eventuallySameSeries(t, "otlp-same", "remote-write", rw, "OTLP", otlp)
+}
+
+// TestOTLPDescriptionsAreNotShownByPrometheus3: the OTLP overlay leaves the metrics'
+// descriptions out (gpu_enrich::descriptions: false) because Prometheus 3 shows none of
+// what OTLP sends of them: its metadata API, where Grafana finds a metric's help, holds
+// only what it scraped. Here an agent sends them (descriptions: true) into the shipped
+// OTLP set-up; the series land, their help does not, while a scraped metric's does.
+func TestOTLPDescriptionsAreNotShownByPrometheus3(t *testing.T) {
+	scraped := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprint(w, "# HELP scraped_probe A scraped metric's help.\n# TYPE scraped_probe gauge\nscraped_probe 1\n")
+	}))
+	defer scraped.Close()
+	otlpCfg, err := os.ReadFile(filepath.Join(proc.RepoRoot(), "deploy", "prometheus", "otlp.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := prom.Start3(t, fmt.Sprintf("global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: probe\n    static_configs: [{targets: [%q]}]\n%s",
+		strings.TrimPrefix(scraped.URL, "http://"), otlpCfg), "--web.enable-otlp-receiver")
+	node := otlpNode(p, agentNode{})
+	node.sets = append(node.sets, "processors::gpu_enrich::descriptions=true")
+	startAgentOn(t, p, "otlp-help", "dgxh100", "steady-training", node)
+
+	prom.Eventually(t, 60*time.Second, "the OTLP series and the scraped help", func() error {
+		s, err := p.Query(`hw_gpu_utilization_ratio{host_name="otlp-help"}`)
+		if err != nil || len(s) == 0 {
+			return fmt.Errorf("no OTLP series yet: %v", err)
+		}
+		md, err := p.Metadata()
+		if err != nil {
+			return err
+		}
+		if m := md["scraped_probe"]; len(m) == 0 || m[0].Help != "A scraped metric's help." {
+			return fmt.Errorf("the scraped metric's help is not shown yet: %v", m)
+		}
+		return nil
+	})
+	md, err := p.Metadata()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, m := range md {
+		if strings.HasPrefix(name, "hw_") || strings.HasPrefix(name, "nvidia_") {
+			t.Errorf("Prometheus shows the help of %s, which came by OTLP: %v (then the overlay should keep descriptions)", name, m)
+		}
+	}
 }
 
 // TestOTLPRefusedByPrometheusIsLoggedAndSurvived: a Prometheus 3 without its OTLP receiver

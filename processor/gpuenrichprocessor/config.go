@@ -34,9 +34,9 @@ type Config struct {
 	// turns into a Prometheus stale marker, instead of leaving its last value in queries
 	// for Prometheus's 5-minute lookback.
 	EndSeries bool `mapstructure:"end_series"`
-	// Descriptions keeps every metric's description. Prometheus 3 throws OTLP's away
-	// unless it runs with --enable-feature=metadata-wal-records, and remote-write sends none,
-	// yet they are two fifths of an OTLP request's bytes: the Prometheus OTLP overlay turns
+	// Descriptions keeps every metric's description. Prometheus 3 shows none that came by
+	// OTLP (its metadata API holds only what it scraped) and remote-write sends none, yet
+	// they are two fifths of an OTLP request's bytes: the Prometheus OTLP overlay turns
 	// them off.
 	Descriptions bool `mapstructure:"descriptions"`
 }

@@ -180,6 +180,27 @@ func (s *Server) Query(q string) ([]Sample, error) {
 	return out, nil
 }
 
+// Metadata is Prometheus's /api/v1/metadata: each metric family's type, help and unit, as
+// Prometheus shows them to Grafana.
+func (s *Server) Metadata() (map[string][]struct{ Type, Help, Unit string }, error) {
+	resp, err := http.Get("http://" + s.Addr + "/api/v1/metadata")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var r struct {
+		Status string                                         `json:"status"`
+		Data   map[string][]struct{ Type, Help, Unit string } `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
+		return nil, fmt.Errorf("metadata: %w", err)
+	}
+	if r.Status != "success" {
+		return nil, fmt.Errorf("metadata: status %q", r.Status)
+	}
+	return r.Data, nil
+}
+
 // QueryRange runs an instant query of a range selector (e.g. `x[5m]`) and returns the raw
 // samples of each series.
 func (s *Server) QueryRange(q string) ([]Series, error) {
