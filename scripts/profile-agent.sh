@@ -12,7 +12,11 @@
 # Environment: NODES (8: receivers of 8 simulated H100s each, one host name per receiver,
 # as 8 nodes' agents), INTERVAL (1s), WARMUP (15 s before the window), WINDOW (40 s),
 # AGENT (distribution/agent/otelcol-gpu-agent; make build), PROMETHEUS (bin/prometheus;
-# make deps), KEEP (set: keep the logs). Listens on 127.0.0.1 ports 19090 (Prometheus), 11777 (pprof), 13999, 18999.
+# make deps), GOGC (the shipped one, deploy/systemd/otelcol-gpu.env.example), KEEP (set:
+# keep the logs), PORT_OFFSET (0). Listens on 127.0.0.1 ports 19090
+# (Prometheus), 11777 (pprof), 13999 and 18999, each plus PORT_OFFSET: two runs with
+# different offsets at the same time compare two builds under the same load on the
+# machine, which a VM's drift between runs otherwise hides (docs/benchmarks.md).
 set -euo pipefail
 
 out=${1:?usage: $0 OUT.pprof [--config OVERLAY ...]}
@@ -20,6 +24,9 @@ shift
 root=$(cd "$(dirname "$0")/.." && pwd)
 nodes=${NODES:-8} interval=${INTERVAL:-1s} warmup=${WARMUP:-15} window=${WINDOW:-40}
 agent=${AGENT:-$root/distribution/agent/otelcol-gpu-agent}
+offset=${PORT_OFFSET:-0}
+prometheus_port=$((19090 + offset)) pprof_port=$((11777 + offset))
+health_port=$((13999 + offset)) telemetry_port=$((18999 + offset))
 prometheus=${PROMETHEUS:-$root/bin/prometheus}
 for bin in "$agent" "$prometheus"; do
 	[[ -x $bin ]] || { echo "$bin is missing: run make build deps" >&2; exit 1; }
@@ -36,7 +43,7 @@ trap cleanup EXIT
 
 printf 'global: {}\n' >"$work/prometheus.yml"
 "$prometheus" --config.file="$work/prometheus.yml" --storage.tsdb.path="$work/tsdb" \
-	--web.listen-address=127.0.0.1:19090 --web.enable-remote-write-receiver \
+	--web.listen-address=127.0.0.1:$prometheus_port --web.enable-remote-write-receiver \
 	--web.enable-otlp-receiver >"$work/prometheus.log" 2>&1 &
 pids+=($!)
 
@@ -49,7 +56,7 @@ pids+=($!)
 		printf '    simulated: {system: dgxh100, scenario: shared-gpu, seed: %d}\n' $((i + 1))
 	done
 	echo "extensions:"
-	echo "  pprof: {endpoint: 127.0.0.1:11777}"
+	echo "  pprof: {endpoint: 127.0.0.1:$pprof_port}"
 	echo "service:"
 	echo "  extensions: [health_check, pprof, drain]"
 	echo "  pipelines:"
@@ -60,12 +67,12 @@ pids+=($!)
 mkdir -p "$work/empty"
 
 # No kubelet, /proc or pod logs: attribution finds nothing, as on a node without pods.
-env PROMETHEUS_REMOTE_WRITE_URL=http://127.0.0.1:19090/api/v1/write \
-	PROMETHEUS_OTLP_URL=http://127.0.0.1:19090/api/v1/otlp/v1/metrics \
+env PROMETHEUS_REMOTE_WRITE_URL=http://127.0.0.1:$prometheus_port/api/v1/write \
+	PROMETHEUS_OTLP_URL=http://127.0.0.1:$prometheus_port/api/v1/otlp/v1/metrics \
 	OTELCOL_GPU_KUBELET_SOCKET="unix://$work/empty/kubelet.sock" \
 	OTELCOL_GPU_PROC_ROOT="$work/empty" OTELCOL_GPU_POD_LOGS_DIR="$work/empty" \
-	OTELCOL_GPU_HEALTH_ENDPOINT=127.0.0.1:13999 OTELCOL_GPU_TELEMETRY_PORT=18999 \
-	$(grep -E '^(GOMAXPROCS|GOMEMLIMIT)=' "$root/deploy/systemd/otelcol-gpu.env.example") \
+	OTELCOL_GPU_HEALTH_ENDPOINT=127.0.0.1:$health_port OTELCOL_GPU_TELEMETRY_PORT=$telemetry_port \
+	$(grep -E '^(GOMAXPROCS|GOMEMLIMIT|GOGC)=' "$root/deploy/systemd/otelcol-gpu.env.example") ${GOGC:+GOGC=$GOGC} \
 	"$agent" --config "$root/configs/agent.yaml" "$@" --config "$work/receivers.yaml" >"$work/agent.log" 2>&1 &
 agent_pid=$!
 pids+=("$agent_pid")
@@ -79,7 +86,7 @@ fi
 ticks() { awk '{print $14 + $15}' "/proc/$agent_pid/stat"; }
 written() { awk '/^wchar/ {print $2}' "/proc/$agent_pid/io"; }
 t0=$(ticks) w0=$(written)
-curl -sf -o "$out" "http://127.0.0.1:11777/debug/pprof/profile?seconds=$window"
+curl -sf -o "$out" "http://127.0.0.1:$pprof_port/debug/pprof/profile?seconds=$window"
 t1=$(ticks) w1=$(written)
 
 hz=$(getconf CLK_TCK)
