@@ -258,6 +258,9 @@ func TestSystemdUnit(t *testing.T) {
 	if envFile["GOMAXPROCS"] != "1" {
 		t.Errorf("otelcol-gpu.env.example: GOMAXPROCS = %q, want 1 (one scheduler thread, as the DaemonSets)", envFile["GOMAXPROCS"])
 	}
+	if envFile["GOGC"] != "200" {
+		t.Errorf("otelcol-gpu.env.example: GOGC = %q, want 200 (as the DaemonSets)", envFile["GOGC"])
+	}
 	if wal := envFile["OTELCOL_GPU_WAL_DIR"]; !strings.HasPrefix(wal, "/var/lib/otelcol-gpu/") {
 		t.Errorf("OTELCOL_GPU_WAL_DIR = %q is outside StateDirectory", wal)
 	}

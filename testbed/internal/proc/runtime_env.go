@@ -9,8 +9,8 @@ import (
 
 // shippedRuntimeVars are the Go runtime's settings the shipped agent runs with: the
 // systemd unit's environment file, the DaemonSets and the Helm chart set the same
-// (deploy/test holds each to one scheduler thread).
-var shippedRuntimeVars = []string{"GOMAXPROCS", "GOMEMLIMIT"}
+// (deploy/test holds each to one scheduler thread and GOGC=200).
+var shippedRuntimeVars = []string{"GOMAXPROCS", "GOMEMLIMIT", "GOGC"}
 
 // ShippedRuntimeEnv is the Go runtime's environment of the shipped agent
 // ("GOMAXPROCS=1", …), read from deploy/systemd/otelcol-gpu.env.example, so that what the
