@@ -12,8 +12,8 @@
 # Environment: NODES (8: receivers of 8 simulated H100s each, one host name per receiver,
 # as 8 nodes' agents), INTERVAL (1s), WARMUP (15 s before the window), WINDOW (40 s),
 # AGENT (distribution/agent/otelcol-gpu-agent; make build), PROMETHEUS (bin/prometheus;
-# make deps), GOGC (the shipped one, deploy/systemd/otelcol-gpu.env.example), KEEP (set:
-# keep the logs), PORT_OFFSET (0). Listens on 127.0.0.1 ports 19090
+# make deps), GOMAXPROCS, GOMEMLIMIT and GOGC (the shipped ones, from
+# deploy/systemd/otelcol-gpu.env.example), KEEP (set: keep the logs), PORT_OFFSET (0). Listens on 127.0.0.1 ports 19090
 # (Prometheus), 11777 (pprof), 13999 and 18999, each plus PORT_OFFSET: two runs with
 # different offsets at the same time compare two builds under the same load on the
 # machine, which a VM's drift between runs otherwise hides (docs/benchmarks.md).
@@ -66,13 +66,21 @@ pids+=($!)
 } >"$work/receivers.yaml"
 mkdir -p "$work/empty"
 
+# The Go runtime's settings as shipped (the systemd unit's environment file), each
+# overridden by the caller's environment where set, e.g. GOGC=100 for an A/B.
+runtime_env=()
+for k in GOMAXPROCS GOMEMLIMIT GOGC; do
+	v=${!k:-$(sed -n "s/^$k=//p" "$root/deploy/systemd/otelcol-gpu.env.example")}
+	runtime_env+=("$k=$v")
+done
+
 # No kubelet, /proc or pod logs: attribution finds nothing, as on a node without pods.
 env PROMETHEUS_REMOTE_WRITE_URL=http://127.0.0.1:$prometheus_port/api/v1/write \
 	PROMETHEUS_OTLP_URL=http://127.0.0.1:$prometheus_port/api/v1/otlp/v1/metrics \
 	OTELCOL_GPU_KUBELET_SOCKET="unix://$work/empty/kubelet.sock" \
 	OTELCOL_GPU_PROC_ROOT="$work/empty" OTELCOL_GPU_POD_LOGS_DIR="$work/empty" \
 	OTELCOL_GPU_HEALTH_ENDPOINT=127.0.0.1:$health_port OTELCOL_GPU_TELEMETRY_PORT=$telemetry_port \
-	$(grep -E '^(GOMAXPROCS|GOMEMLIMIT|GOGC)=' "$root/deploy/systemd/otelcol-gpu.env.example") ${GOGC:+GOGC=$GOGC} \
+	"${runtime_env[@]}" \
 	"$agent" --config "$root/configs/agent.yaml" "$@" --config "$work/receivers.yaml" >"$work/agent.log" 2>&1 &
 agent_pid=$!
 pids+=("$agent_pid")
