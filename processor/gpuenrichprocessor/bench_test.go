@@ -29,7 +29,7 @@ func BenchmarkProcessBatch(b *testing.B) {
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			clock := newFakeClock()
-			src, err := newSimulatedSource("dgxh100", c.scenario, clock.Now)
+			src, err := newSimulatedSource("dgxh100", c.scenario, clock.Now, nil)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -74,7 +74,7 @@ func BenchmarkOTLPRequest(b *testing.B) {
 	}{{"descriptions", true}, {"no-descriptions", false}} {
 		b.Run(c.name, func(b *testing.B) {
 			clock := newFakeClock()
-			src, err := newSimulatedSource("dgxh100", "shared-gpu", clock.Now)
+			src, err := newSimulatedSource("dgxh100", "shared-gpu", clock.Now, nil)
 			if err != nil {
 				b.Fatal(err)
 			}

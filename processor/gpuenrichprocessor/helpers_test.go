@@ -15,6 +15,7 @@ import (
 	"github.com/otelcol-gpu/otelcol-gpu/processor/gpuenrichprocessor/internal/metadata"
 	"github.com/otelcol-gpu/otelcol-gpu/processor/gpuenrichprocessor/internal/podnames"
 	"github.com/otelcol-gpu/otelcol-gpu/processor/gpuenrichprocessor/internal/podresources"
+	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpureceiver"
 )
 
 // fakeClock is the clock the simulated GPUs, the processor and the test share.
@@ -94,8 +95,14 @@ type harness struct {
 
 func newHarness(t *testing.T, system, scenario string, cfg *Config, build func(uuids []string, clock *fakeClock) sources) *harness {
 	t.Helper()
+	return newHarnessWithReceiver(t, system, scenario, nil, cfg, build)
+}
+
+// newHarnessWithReceiver is newHarness with the receiver configured by rcfg.
+func newHarnessWithReceiver(t *testing.T, system, scenario string, rcfg *gpureceiver.Config, cfg *Config, build func(uuids []string, clock *fakeClock) sources) *harness {
+	t.Helper()
 	clock := newFakeClock()
-	src, err := newSimulatedSource(system, scenario, clock.Now)
+	src, err := newSimulatedSource(system, scenario, clock.Now, rcfg)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, src.Shutdown()) })
 	p := newProcessor(cfg, processortest.NewNopSettings(metadata.Type), clock.Now, build(src.UUIDs(), clock))

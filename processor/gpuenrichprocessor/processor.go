@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/collector/processor"
 	"go.uber.org/zap"
 
+	"github.com/otelcol-gpu/otelcol-gpu/internal/gpuschema"
 	"github.com/otelcol-gpu/otelcol-gpu/internal/pdatawalk"
 	"github.com/otelcol-gpu/otelcol-gpu/processor/gpuenrichprocessor/internal/metadata"
 	"github.com/otelcol-gpu/otelcol-gpu/processor/gpuenrichprocessor/internal/podresources"
@@ -52,7 +53,7 @@ func newProcessor(cfg *Config, set processor.Settings, now func() time.Time, src
 		tracker:   tracking.New(max(cfg.Idle.Window, cfg.Leak.Window)),
 		startTime: start,
 		mb:        metadata.NewMetricsBuilder(cfg.MetricsBuilderConfig, set, metadata.WithStartTime(start)),
-		stale:     staleness.New(),
+		stale:     staleness.New(gpuschema.IsSteady, gpuschema.SteadyResendMax),
 
 		userResource: pcommon.NewResource(),
 	}

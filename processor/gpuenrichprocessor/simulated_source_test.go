@@ -20,12 +20,13 @@ type simulatedSource struct {
 	scraper scraper.Metrics
 }
 
-func newSimulatedSource(system, scenario string, now func() time.Time) (*simulatedSource, error) {
+// newSimulatedSource scrapes with the receiver's configuration rcfg (nil: its defaults).
+func newSimulatedSource(system, scenario string, now func() time.Time, rcfg *gpureceiver.Config) (*simulatedSource, error) {
 	sim, err := gpusim.New(gpusim.Options{System: system, Scenario: scenario, Seed: 1, Now: now})
 	if err != nil {
 		return nil, err
 	}
-	sc, err := gpureceiver.NewScraper(nil, receivertest.NewNopSettings(receivertest.NopType), sim, now)
+	sc, err := gpureceiver.NewScraper(rcfg, receivertest.NewNopSettings(receivertest.NopType), sim, now)
 	if err != nil {
 		return nil, err
 	}

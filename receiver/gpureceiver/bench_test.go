@@ -19,6 +19,19 @@ func BenchmarkScrape8GPUs(b *testing.B) {
 	}
 }
 
+// BenchmarkScrape8GPUsEverySecond is the default configuration collecting every second,
+// where the steady series (steady.go) are sent when they change or every 10 s: series/gpu
+// is then the points a GPU sends per scrape, on average.
+func BenchmarkScrape8GPUsEverySecond(b *testing.B) {
+	for name, steady := range map[string]time.Duration{"steady-held": 10 * time.Second, "every-collection": 0} {
+		b.Run(name, func(b *testing.B) {
+			cfg := testConfig()
+			cfg.CollectionInterval, cfg.SteadySeriesInterval = time.Second, steady
+			benchScrape(b, cfg, "shared-gpu")
+		})
+	}
+}
+
 // BenchmarkScrape8GPUsFull is the same with the full overlay (every metric and attribute).
 func BenchmarkScrape8GPUsFull(b *testing.B) {
 	for _, scenario := range []string{"steady-training", "mig"} {
@@ -31,8 +44,9 @@ func benchScrape(b *testing.B, cfg *Config, scenario string) {
 	sim := newSimB(b, "dgxh100", scenario, clock)
 	s := newGPUScraperB(b, cfg, sim, clock)
 	defer func() { _ = s.shutdown(context.Background()) }()
+	every := cfg.CollectionInterval
 	for range 2 { // prime interval state and caches
-		clock.Step(10 * time.Second)
+		clock.Step(every)
 		_, _ = s.scrape(context.Background())
 	}
 
@@ -41,11 +55,10 @@ func benchScrape(b *testing.B, cfg *Config, scenario string) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {
-		clock.Step(10 * time.Second)
+		clock.Step(every)
 		md, err := s.scrape(context.Background())
 		require.NoError(b, err)
 		b.StopTimer()
-		series, gpus = 0, 0
 		for i := 0; i < md.ResourceMetrics().Len(); i++ {
 			rm := md.ResourceMetrics().At(i)
 			if resourceKind(rm.Resource().Attributes()) == "gpu" {

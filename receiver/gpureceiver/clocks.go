@@ -3,6 +3,7 @@ package gpureceiver // import "github.com/otelcol-gpu/otelcol-gpu/receiver/gpure
 import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
+	"github.com/otelcol-gpu/otelcol-gpu/internal/gpuschema"
 	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpureceiver/internal/metadata"
 )
 
@@ -24,10 +25,10 @@ func (r *deviceRead) recordClocks() {
 	}
 	if r.metrics.NvidiaGpuClockFrequencyMax.Enabled && !r.gone {
 		st := r.dev.static
-		if st.maxSMClockMHz > 0 {
+		if st.maxSMClockMHz > 0 && r.sendSteady(steadyKey{metric: gpuschema.MetricNvidiaGpuClockFrequencyMax, attrs: metadata.AttributeNvidiaGpuClockTypeSm.String()}, float64(st.maxSMClockMHz)) {
 			r.mb.RecordNvidiaGpuClockFrequencyMaxDataPoint(r.now, int64(st.maxSMClockMHz)*megahertz, metadata.AttributeNvidiaGpuClockTypeSm)
 		}
-		if st.maxMemClockMHz > 0 {
+		if st.maxMemClockMHz > 0 && r.sendSteady(steadyKey{metric: gpuschema.MetricNvidiaGpuClockFrequencyMax, attrs: metadata.AttributeNvidiaGpuClockTypeMemory.String()}, float64(st.maxMemClockMHz)) {
 			r.mb.RecordNvidiaGpuClockFrequencyMaxDataPoint(r.now, int64(st.maxMemClockMHz)*megahertz, metadata.AttributeNvidiaGpuClockTypeMemory)
 		}
 	}

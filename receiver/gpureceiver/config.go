@@ -11,6 +11,7 @@ import (
 
 	"go.opentelemetry.io/collector/scraper/scraperhelper"
 
+	"github.com/otelcol-gpu/otelcol-gpu/internal/gpuschema"
 	"github.com/otelcol-gpu/otelcol-gpu/internal/gpusim"
 	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpureceiver/internal/metadata"
 )
@@ -42,6 +43,13 @@ type Config struct {
 	HostName string `mapstructure:"host_name"`
 	// Profiling selects what nvidia.gpu.profiling.activity reports.
 	Profiling ProfilingConfig `mapstructure:"profiling"`
+	// SteadySeriesInterval is how often a steady series (error counters, limits, link
+	// state: gpuschema.IsSteady) whose value did not change is sent again; a changed
+	// value is sent at once. At collection intervals of this or longer every collection
+	// sends them; 0s sends them every collection whatever the interval. At most
+	// gpuschema.SteadyResendMax (10s): gpu_enrich ends a steady series that long without a
+	// point.
+	SteadySeriesInterval time.Duration `mapstructure:"steady_series_interval"`
 }
 
 // ProfilingConfig selects the GPM activities reported, each one series per GPU (and per
@@ -102,6 +110,10 @@ func (cfg *Config) Validate() error {
 	}
 	errs = append(errs, validateDeviceFilter(cfg.IncludeDevices)...)
 	errs = append(errs, cfg.Profiling.validate()...)
+	if cfg.SteadySeriesInterval < 0 || cfg.SteadySeriesInterval > gpuschema.SteadyResendMax {
+		errs = append(errs, fmt.Errorf("steady_series_interval: must be between 0s (every collection) and %s (gpu_enrich ends a steady series after %s without a point), got %s",
+			gpuschema.SteadyResendMax, gpuschema.SteadyResendMax, cfg.SteadySeriesInterval))
+	}
 	return errors.Join(errs...)
 }
 

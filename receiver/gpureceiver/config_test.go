@@ -29,6 +29,7 @@ func TestConfigDefaults(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, BackendNVML, cfg.Backend)
 	assert.Equal(t, 10*time.Second, cfg.CollectionInterval)
+	assert.Equal(t, 10*time.Second, cfg.SteadySeriesInterval, "steady series at least every 10 s, the shipped interval")
 	assert.Equal(t, 5*time.Second, cfg.NVML.InitRetry.InitialInterval)
 	assert.Equal(t, 5*time.Minute, cfg.NVML.InitRetry.MaxInterval)
 	assert.True(t, cfg.Metrics.HwGpuUtilization.Enabled)
@@ -67,6 +68,8 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		"bad_activity":            "profiling.activities[1]",
 		"duplicate_activity":      "profiling.activities[2]",
 		"unknown_attribute":       "nvidia.gpu.nvlink.lane",
+		"steady_over_max":         "steady_series_interval",
+		"negative_steady":         "steady_series_interval",
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := loadConfig(t, name)

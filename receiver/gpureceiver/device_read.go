@@ -33,6 +33,8 @@ type readDeps struct {
 	procNames *processNames
 	// migModeAttribute is whether GPU resources carry nvidia.gpu.mig.enabled.
 	migModeAttribute bool
+	// steady is when an unchanged steady series is sent again (steady.go).
+	steady steadyPolicy
 }
 
 // deviceRead is one scrape of one GPU. It classifies every NVML answer in one place:

@@ -55,6 +55,8 @@ type gpuDevice struct {
 	mig migState
 	// health is the state reported last, to log changes once.
 	health metadata.AttributeHwState
+	// steadySent is what each steady series sent last, and when (steady.go).
+	steadySent map[steadyKey]steadyPoint
 }
 
 // inventory is what dcgm-exporter offers as opt-in labels: versions and serial numbers.
@@ -138,6 +140,7 @@ func (s *gpuScraper) identify(lib nvml.Interface, i int, driver, nvmlVersion str
 		lastSampleTS: map[nvml.SamplingType]uint64{},
 		unsupported:  map[string]bool{},
 		warned:       map[string]nvml.Return{},
+		steadySent:   map[steadyKey]steadyPoint{},
 	}
 	if name, ret := h.GetName(); ret == nvml.SUCCESS {
 		d.model = name

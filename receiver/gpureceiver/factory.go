@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/collector/scraper"
 	"go.opentelemetry.io/collector/scraper/scraperhelper"
 
+	"github.com/otelcol-gpu/otelcol-gpu/internal/gpuschema"
 	"github.com/otelcol-gpu/otelcol-gpu/internal/gpusim"
 	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpureceiver/internal/metadata"
 )
@@ -72,6 +73,9 @@ func createDefaultConfig() component.Config {
 		},
 		Simulated: SimulatedConfig{System: "dgxh100", Scenario: "steady-training", Seed: 1},
 		Profiling: ProfilingConfig{Activities: slices.Clone(defaultActivities)},
+		// Sub-10 s collection intervals send what changes fast at full rate and the steady
+		// series at the shipped default's 10 s, a third of the samples at 1 s.
+		SteadySeriesInterval: gpuschema.SteadyResendMax,
 	}
 }
 

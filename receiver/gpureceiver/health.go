@@ -4,6 +4,7 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"go.uber.org/zap"
 
+	"github.com/otelcol-gpu/otelcol-gpu/internal/gpuschema"
 	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpureceiver/internal/metadata"
 )
 
@@ -52,11 +53,13 @@ func (r *deviceRead) recordXIDs() {
 	}
 	if r.metrics.NvidiaGpuXidErrors.Enabled {
 		for code, n := range r.xids.snapshot(r.dev.uuid) {
-			r.mb.RecordNvidiaGpuXidErrorsDataPoint(r.now, int64(n), int64(code))
+			if r.sendSteady(steadyKey{metric: gpuschema.MetricNvidiaGpuXidErrors, code: int64(code)}, float64(n)) {
+				r.mb.RecordNvidiaGpuXidErrorsDataPoint(r.now, int64(n), int64(code))
+			}
 		}
 	}
 	if r.metrics.NvidiaGpuXidLast.Enabled {
-		if code, watched := r.xids.lastCode(r.dev.uuid); watched {
+		if code, watched := r.xids.lastCode(r.dev.uuid); watched && r.sendSteady(steadyKey{metric: gpuschema.MetricNvidiaGpuXidLast}, float64(code)) {
 			r.mb.RecordNvidiaGpuXidLastDataPoint(r.now, int64(code), int64(code))
 		}
 	}

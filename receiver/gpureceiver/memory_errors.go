@@ -3,6 +3,7 @@ package gpureceiver // import "github.com/otelcol-gpu/otelcol-gpu/receiver/gpure
 import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
+	"github.com/otelcol-gpu/otelcol-gpu/internal/gpuschema"
 	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpureceiver/internal/metadata"
 )
 
@@ -15,7 +16,7 @@ func (r *deviceRead) recordMemoryErrors() {
 	}
 	m := r.metrics
 	if m.HwErrors.Enabled {
-		for _, e := range []struct {
+		for i, e := range []struct {
 			id   uint32
 			kind metadata.AttributeErrorType
 			ctr  metadata.AttributeNvidiaGpuEccCounterType
@@ -25,30 +26,34 @@ func (r *deviceRead) recordMemoryErrors() {
 			{nvml.FI_DEV_ECC_SBE_AGG_TOTAL, metadata.AttributeErrorTypeCorrected, metadata.AttributeNvidiaGpuEccCounterTypeAggregate},
 			{nvml.FI_DEV_ECC_DBE_AGG_TOTAL, metadata.AttributeErrorTypeUncorrected, metadata.AttributeNvidiaGpuEccCounterTypeAggregate},
 		} {
-			if v, ok := r.fields.get(e.id); ok {
+			if v, ok := r.fields.get(e.id); ok && r.sendSteady(steadyKey{metric: gpuschema.MetricHwErrors, code: int64(i)}, v) {
 				r.mb.RecordHwErrorsDataPoint(r.now, int64(v), e.kind, e.ctr)
 			}
 		}
 	}
-	if v, ok := r.fields.get(nvml.FI_DEV_REMAPPED_COR); ok && m.NvidiaGpuMemoryRemappedRows.Enabled {
+	if v, ok := r.fields.get(nvml.FI_DEV_REMAPPED_COR); ok && m.NvidiaGpuMemoryRemappedRows.Enabled &&
+		r.sendSteady(steadyKey{metric: gpuschema.MetricNvidiaGpuMemoryRemappedRows, attrs: metadata.AttributeErrorTypeCorrected.String()}, v) {
 		r.mb.RecordNvidiaGpuMemoryRemappedRowsDataPoint(r.now, int64(v), metadata.AttributeErrorTypeCorrected)
 	}
-	if v, ok := r.fields.get(nvml.FI_DEV_REMAPPED_UNC); ok && m.NvidiaGpuMemoryRemappedRows.Enabled {
+	if v, ok := r.fields.get(nvml.FI_DEV_REMAPPED_UNC); ok && m.NvidiaGpuMemoryRemappedRows.Enabled &&
+		r.sendSteady(steadyKey{metric: gpuschema.MetricNvidiaGpuMemoryRemappedRows, attrs: metadata.AttributeErrorTypeUncorrected.String()}, v) {
 		r.mb.RecordNvidiaGpuMemoryRemappedRowsDataPoint(r.now, int64(v), metadata.AttributeErrorTypeUncorrected)
 	}
-	if v, ok := r.fields.get(nvml.FI_DEV_REMAPPED_PENDING); ok {
+	if v, ok := r.fields.get(nvml.FI_DEV_REMAPPED_PENDING); ok && r.sendSteady(steadyKey{metric: gpuschema.MetricNvidiaGpuMemoryRemapPending}, v) {
 		r.mb.RecordNvidiaGpuMemoryRemapPendingDataPoint(r.now, int64(v))
 	}
-	if v, ok := r.fields.get(nvml.FI_DEV_REMAPPED_FAILURE); ok {
+	if v, ok := r.fields.get(nvml.FI_DEV_REMAPPED_FAILURE); ok && r.sendSteady(steadyKey{metric: gpuschema.MetricNvidiaGpuMemoryRemapFailed}, v) {
 		r.mb.RecordNvidiaGpuMemoryRemapFailedDataPoint(r.now, int64(v))
 	}
-	if v, ok := r.fields.get(nvml.FI_DEV_RETIRED_SBE); ok && m.NvidiaGpuMemoryRetiredPages.Enabled {
+	if v, ok := r.fields.get(nvml.FI_DEV_RETIRED_SBE); ok && m.NvidiaGpuMemoryRetiredPages.Enabled &&
+		r.sendSteady(steadyKey{metric: gpuschema.MetricNvidiaGpuMemoryRetiredPages, attrs: metadata.AttributeNvidiaGpuRetiredPagesCauseMultipleSingleBitEcc.String()}, v) {
 		r.mb.RecordNvidiaGpuMemoryRetiredPagesDataPoint(r.now, int64(v), metadata.AttributeNvidiaGpuRetiredPagesCauseMultipleSingleBitEcc)
 	}
-	if v, ok := r.fields.get(nvml.FI_DEV_RETIRED_DBE); ok && m.NvidiaGpuMemoryRetiredPages.Enabled {
+	if v, ok := r.fields.get(nvml.FI_DEV_RETIRED_DBE); ok && m.NvidiaGpuMemoryRetiredPages.Enabled &&
+		r.sendSteady(steadyKey{metric: gpuschema.MetricNvidiaGpuMemoryRetiredPages, attrs: metadata.AttributeNvidiaGpuRetiredPagesCauseDoubleBitEcc.String()}, v) {
 		r.mb.RecordNvidiaGpuMemoryRetiredPagesDataPoint(r.now, int64(v), metadata.AttributeNvidiaGpuRetiredPagesCauseDoubleBitEcc)
 	}
-	if v, ok := r.fields.get(nvml.FI_DEV_RETIRED_PENDING); ok {
+	if v, ok := r.fields.get(nvml.FI_DEV_RETIRED_PENDING); ok && r.sendSteady(steadyKey{metric: gpuschema.MetricNvidiaGpuMemoryRetiredPagesPending}, v) {
 		r.mb.RecordNvidiaGpuMemoryRetiredPagesPendingDataPoint(r.now, int64(v))
 	}
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
+	"github.com/otelcol-gpu/otelcol-gpu/internal/gpuschema"
 	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpureceiver/internal/metadata"
 )
 
@@ -36,6 +37,10 @@ func (r *deviceRead) recordNVLink() {
 	stateByLink := perLink(m.NvidiaGpuNvlinkState.EnabledAttributes, metadata.NvidiaGpuNvlinkStateMetricAttributeKeyNvidiaGpuNvlinkLink, m.NvidiaGpuNvlinkState.AggregationStrategy)
 	ioByLink := perLink(m.NvidiaGpuNvlinkIo.EnabledAttributes, metadata.NvidiaGpuNvlinkIoMetricAttributeKeyNvidiaGpuNvlinkLink, m.NvidiaGpuNvlinkIo.AggregationStrategy)
 	errorsByLink := perLink(m.NvidiaGpuNvlinkErrors.EnabledAttributes, metadata.NvidiaGpuNvlinkErrorsMetricAttributeKeyNvidiaGpuNvlinkLink, m.NvidiaGpuNvlinkErrors.AggregationStrategy)
+	// Per link, a steady point may be held back only where each link is a series of its
+	// own: with the link attribute off the metrics builder merges the links' records.
+	stateLinkSeries := slices.Contains(m.NvidiaGpuNvlinkState.EnabledAttributes, metadata.NvidiaGpuNvlinkStateMetricAttributeKeyNvidiaGpuNvlinkLink)
+	errorsLinkSeries := slices.Contains(m.NvidiaGpuNvlinkErrors.EnabledAttributes, metadata.NvidiaGpuNvlinkErrorsMetricAttributeKeyNvidiaGpuNvlinkLink)
 
 	var total struct {
 		up, tx, rx linkSum
@@ -49,7 +54,9 @@ func (r *deviceRead) recordNVLink() {
 				up = 1
 			}
 			if stateByLink {
-				r.mb.RecordNvidiaGpuNvlinkStateDataPoint(r.now, up, link)
+				if !stateLinkSeries || r.sendSteady(steadyKey{metric: gpuschema.MetricNvidiaGpuNvlinkState, code: link}, float64(up)) {
+					r.mb.RecordNvidiaGpuNvlinkStateDataPoint(r.now, up, link)
+				}
 			} else {
 				total.up.add(up)
 			}
@@ -74,7 +81,9 @@ func (r *deviceRead) recordNVLink() {
 			for i, e := range nvlinkErrorFields {
 				if v, ok := r.fields.link(e.field, l); ok {
 					if errorsByLink {
-						r.mb.RecordNvidiaGpuNvlinkErrorsDataPoint(r.now, int64(v), link, e.kind)
+						if !errorsLinkSeries || r.sendSteady(steadyKey{metric: gpuschema.MetricNvidiaGpuNvlinkErrors, attrs: e.kind.String(), code: link}, v) {
+							r.mb.RecordNvidiaGpuNvlinkErrorsDataPoint(r.now, int64(v), link, e.kind)
+						}
 					} else {
 						total.errors[i].add(int64(v))
 					}
@@ -84,7 +93,8 @@ func (r *deviceRead) recordNVLink() {
 	}
 
 	// The totals: the link attribute is off, so the link number recorded is dropped.
-	if total.up.seen {
+	// Totals are keyed as link -1, apart from any per-link series.
+	if total.up.seen && r.sendSteady(steadyKey{metric: gpuschema.MetricNvidiaGpuNvlinkState, code: -1}, float64(total.up.value)) {
 		r.mb.RecordNvidiaGpuNvlinkStateDataPoint(r.now, total.up.value, 0)
 	}
 	if total.tx.seen {
@@ -94,7 +104,7 @@ func (r *deviceRead) recordNVLink() {
 		r.mb.RecordNvidiaGpuNvlinkIoDataPoint(r.now, total.rx.value, 0, metadata.AttributeNetworkIoDirectionReceive)
 	}
 	for i, e := range nvlinkErrorFields {
-		if total.errors[i].seen {
+		if total.errors[i].seen && r.sendSteady(steadyKey{metric: gpuschema.MetricNvidiaGpuNvlinkErrors, attrs: e.kind.String(), code: -1}, float64(total.errors[i].value)) {
 			r.mb.RecordNvidiaGpuNvlinkErrorsDataPoint(r.now, total.errors[i].value, 0, e.kind)
 		}
 	}

@@ -3,6 +3,7 @@ package gpureceiver // import "github.com/otelcol-gpu/otelcol-gpu/receiver/gpure
 import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
+	"github.com/otelcol-gpu/otelcol-gpu/internal/gpuschema"
 	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpureceiver/internal/metadata"
 )
 
@@ -32,11 +33,14 @@ func (r *deviceRead) recordPower() {
 		}
 	}
 	if m.NvidiaGpuPowerLimit.Enabled {
+		enforced := steadyKey{metric: gpuschema.MetricNvidiaGpuPowerLimit, attrs: metadata.AttributeNvidiaGpuPowerLimitTypeEnforced.String()}
 		if mw, ok := r.fields.get(nvml.FI_DEV_POWER_CURRENT_LIMIT); ok {
-			r.mb.RecordNvidiaGpuPowerLimitDataPoint(r.now, mw/milli, metadata.AttributeNvidiaGpuPowerLimitTypeEnforced)
+			if r.sendSteady(enforced, mw) {
+				r.mb.RecordNvidiaGpuPowerLimitDataPoint(r.now, mw/milli, metadata.AttributeNvidiaGpuPowerLimitTypeEnforced)
+			}
 		} else if !r.skip(callGetEnforcedPowerLimit) {
 			l, ret := r.dev.handle.GetEnforcedPowerLimit()
-			if r.ok(callGetEnforcedPowerLimit, ret) {
+			if r.ok(callGetEnforcedPowerLimit, ret) && r.sendSteady(enforced, float64(l)) {
 				r.mb.RecordNvidiaGpuPowerLimitDataPoint(r.now, float64(l)/milli, metadata.AttributeNvidiaGpuPowerLimitTypeEnforced)
 			}
 		}
@@ -51,7 +55,7 @@ func (r *deviceRead) recordPower() {
 			{st.powerMinMW, metadata.AttributeNvidiaGpuPowerLimitTypeMin},
 			{st.powerMaxMW, metadata.AttributeNvidiaGpuPowerLimitTypeMax},
 		} {
-			if l.mw > 0 {
+			if l.mw > 0 && r.sendSteady(steadyKey{metric: gpuschema.MetricNvidiaGpuPowerLimitBoard, attrs: l.kind.String()}, float64(l.mw)) {
 				r.mb.RecordNvidiaGpuPowerLimitBoardDataPoint(r.now, float64(l.mw)/milli, l.kind)
 			}
 		}

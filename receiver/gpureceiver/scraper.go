@@ -34,6 +34,7 @@ type gpuScraper struct {
 	gpm          *nvmlGPM
 	activities   []gpmActivity
 	procNames    *processNames
+	steady       steadyPolicy
 	lastReinit   time.Time
 	// nvmlDown remembers the last reported state so that logs and component status change
 	// only when the state does, not on every scrape.
@@ -54,6 +55,7 @@ func newGPUScraper(cfg *Config, set receiver.Settings, lib nvml.Interface, now f
 		gpm:        newNVMLGPM(lib, newGPMRequest(&cfg.Metrics, cfg.Profiling.Activities)),
 		activities: selectedActivities(cfg.Profiling.Activities),
 		procNames:  newProcessNames(),
+		steady:     newSteadyPolicy(cfg),
 	}
 }
 
@@ -138,6 +140,7 @@ func (s *gpuScraper) readDeps() readDeps {
 		activities: s.activities,
 		hostName:   s.hostName,
 		procNames:  s.procNames,
+		steady:     s.steady,
 
 		migModeAttribute: s.cfg.ResourceAttributes.NvidiaGpuMigEnabled.Enabled,
 	}

@@ -3,6 +3,7 @@ package gpureceiver // import "github.com/otelcol-gpu/otelcol-gpu/receiver/gpure
 import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
+	"github.com/otelcol-gpu/otelcol-gpu/internal/gpuschema"
 	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpureceiver/internal/metadata"
 )
 
@@ -42,7 +43,7 @@ func (r *deviceRead) recordTemperature() {
 	}
 	if m.HwTemperatureLimit.Enabled && !r.gone {
 		for i, l := range temperatureLimits {
-			if c := r.dev.static.tempLimitsC[i]; c > 0 {
+			if c := r.dev.static.tempLimitsC[i]; c > 0 && r.sendSteady(steadyKey{metric: gpuschema.MetricHwTemperatureLimit, code: int64(i)}, float64(c)) {
 				r.mb.RecordHwTemperatureLimitDataPoint(r.now, float64(c), l.location, l.limit)
 			}
 		}

@@ -40,7 +40,7 @@ func BenchmarkEndMissing(b *testing.B) {
 			}
 		}
 	}
-	tr := New()
+	tr := New(nil, 0)
 	ts := pcommon.Timestamp(1)
 	tr.EndMissing(md, ts)
 	b.ReportAllocs()

@@ -5,9 +5,16 @@
 // origin (host); every series missing from it gets one point flagged "no recorded value",
 // which remote_write, prometheus_remote_write (and Prometheus's own OTLP endpoint) turn into a
 // Prometheus stale marker, so the series ends within one collection interval.
+//
+// A steady series (the gpu receiver's error counters, limits and link state: a
+// predicate the caller gives) may skip batches while its value does not change; it ends
+// once it has gone a grace period without a point while its resource is still there, and
+// at once when its resource is gone.
 package staleness // import "github.com/otelcol-gpu/otelcol-gpu/processor/gpuenrichprocessor/internal/staleness"
 
 import (
+	"time"
+
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 )
@@ -28,13 +35,16 @@ type series struct {
 	sum, monotonic      bool
 	temporality         pmetric.AggregationTemporality
 	attrs               pcommon.Map
-	seen                uint64 // the last batch that had it
+	seen                uint64            // the last batch that had it
+	last                pcommon.Timestamp // its newest point's time
+	steady              bool              // it may skip batches (Tracker.steady)
 }
 
 // resource is a resource's attributes, kept for its series' end markers.
 type resource struct {
 	attrs pcommon.Map
 	seen  uint64
+	now   pcommon.Timestamp // its newest point's time in the current batch
 }
 
 // origin is what one origin's batches hold, as of its last one.
@@ -58,10 +68,20 @@ type Tracker struct {
 	// touched are the origins of the current batch.
 	touched []*origin
 	hash    hasher
+	// steady tells the metrics whose series may skip batches for up to grace.
+	steady func(metric string) bool
+	grace  pcommon.Timestamp
 }
 
-// New returns an empty Tracker.
-func New() *Tracker { return &Tracker{origins: map[string]*origin{}} }
+// New returns an empty Tracker. A series of a metric steady reports true for is ended
+// only once it has been grace without a point (measured in its resource's point times), or
+// with its resource; steady may be nil (every series ends at the first batch without it).
+func New(steady func(metric string) bool, grace time.Duration) *Tracker {
+	if steady == nil {
+		steady = func(string) bool { return false }
+	}
+	return &Tracker{origins: map[string]*origin{}, steady: steady, grace: pcommon.Timestamp(grace)}
+}
 
 // EndMissing appends to md a no-recorded-value point, at ts, for every series that an
 // origin present in md had in its previous batch and lacks in this one, and remembers
@@ -88,7 +108,7 @@ func (t *Tracker) EndMissing(md pmetric.Metrics, ts pcommon.Timestamp) {
 		t.collect(rm, o)
 	}
 	for _, o := range t.touched {
-		end(md, o, t.batch, ts)
+		t.end(md, o, ts)
 	}
 }
 
@@ -99,13 +119,14 @@ func (t *Tracker) collect(rm pmetric.ResourceMetrics, o *origin) {
 	// The resource's hash stands for its attributes in every point's key: hashing the
 	// attributes again per point cost more than the rest of this walk.
 	resID := t.hash.attributes(resAttrs)
-	if r := o.resources[resID]; r == nil {
+	r := o.resources[resID]
+	if r == nil {
 		r = &resource{attrs: pcommon.NewMap(), seen: t.batch}
 		resAttrs.CopyTo(r.attrs)
 		o.resources[resID] = r
 		o.markedResources++
 	} else if r.seen != t.batch {
-		r.seen = t.batch
+		r.seen, r.now = t.batch, 0
 		o.markedResources++
 	}
 	for i := 0; i < rm.ScopeMetrics().Len(); i++ {
@@ -113,7 +134,7 @@ func (t *Tracker) collect(rm pmetric.ResourceMetrics, o *origin) {
 		for j := 0; j < sm.Metrics().Len(); j++ {
 			m := sm.Metrics().At(j)
 			var dps pmetric.NumberDataPointSlice
-			s := series{resource: resID, scopeName: sm.Scope().Name(), scopeVer: sm.Scope().Version(), name: m.Name(), unit: m.Unit(), seen: t.batch}
+			s := series{resource: resID, scopeName: sm.Scope().Name(), scopeVer: sm.Scope().Version(), name: m.Name(), unit: m.Unit(), seen: t.batch, steady: t.steady(m.Name())}
 			switch m.Type() {
 			case pmetric.MetricTypeGauge:
 				dps = m.Gauge().DataPoints()
@@ -130,7 +151,9 @@ func (t *Tracker) collect(rm pmetric.ResourceMetrics, o *origin) {
 					continue // an end marker itself: the series is already gone
 				}
 				key := t.hash.point(metricID, dp.Attributes())
+				r.now = max(r.now, dp.Timestamp())
 				if kept := o.series[key]; kept != nil {
+					kept.last = dp.Timestamp()
 					if kept.seen != t.batch {
 						kept.seen = t.batch
 						o.markedSeries++
@@ -138,6 +161,7 @@ func (t *Tracker) collect(rm pmetric.ResourceMetrics, o *origin) {
 					continue
 				}
 				ns := s
+				ns.last = dp.Timestamp()
 				ns.attrs = pcommon.NewMap()
 				dp.Attributes().CopyTo(ns.attrs)
 				o.series[key] = &ns
@@ -147,9 +171,11 @@ func (t *Tracker) collect(rm pmetric.ResourceMetrics, o *origin) {
 	}
 }
 
-// end writes the end markers of the series o had and this batch lacks, and forgets them
-// and the resources no series of the batch had.
-func end(md pmetric.Metrics, o *origin, batch uint64, ts pcommon.Timestamp) {
+// end writes the end markers of the series o had and this batch lacks (a steady series
+// only once its grace has passed or its resource is gone), and forgets them and the
+// resources no series of the batch had.
+func (t *Tracker) end(md pmetric.Metrics, o *origin, ts pcommon.Timestamp) {
+	batch := t.batch
 	type scopeKey struct {
 		resource  id
 		name, ver string
@@ -160,7 +186,7 @@ func end(md pmetric.Metrics, o *origin, batch uint64, ts pcommon.Timestamp) {
 	var scopes map[scopeKey]pmetric.ScopeMetrics
 	var metrics map[scopeKey]map[string]pmetric.Metric
 	for key, s := range o.series {
-		if s.seen == batch {
+		if s.seen == batch || t.held(o, s) {
 			continue
 		}
 		delete(o.series, key)
@@ -207,4 +233,15 @@ func end(md pmetric.Metrics, o *origin, batch uint64, ts pcommon.Timestamp) {
 			delete(o.resources, key)
 		}
 	}
+}
+
+// held reports whether a series missing from the batch is a steady one still within its
+// grace: its resource is in the batch, and the resource's points are less than grace newer
+// than the series' last one.
+func (t *Tracker) held(o *origin, s *series) bool {
+	if !s.steady {
+		return false
+	}
+	r := o.resources[s.resource]
+	return r.seen == t.batch && r.now < s.last+t.grace
 }

@@ -2,6 +2,7 @@ package staleness
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -76,7 +77,7 @@ func ended(t *testing.T, md pmetric.Metrics) []string {
 }
 
 func TestSeriesOfAGoneGPUEndOnce(t *testing.T) {
-	tr := New()
+	tr := New(nil, 0)
 	first := gpuBatch("node-1", "GPU-A", "GPU-B")
 	tr.EndMissing(first, 42)
 	assert.Empty(t, ended(t, first), "nothing to compare the first batch with")
@@ -98,7 +99,7 @@ func TestSeriesOfAGoneGPUEndOnce(t *testing.T) {
 }
 
 func TestOriginsAreComparedWithThemselves(t *testing.T) {
-	tr := New()
+	tr := New(nil, 0)
 	tr.EndMissing(gpuBatch("node-1", "GPU-A"), 42)
 	tr.EndMissing(gpuBatch("node-2", "GPU-X"), 42)
 	md := gpuBatch("node-2", "GPU-X")
@@ -114,7 +115,7 @@ func TestOriginsAreComparedWithThemselves(t *testing.T) {
 // A series whose attributes change (a process gets its pod's name) is a new series: the
 // old label set ends.
 func TestChangedAttributesEndTheOldSeries(t *testing.T) {
-	tr := New()
+	tr := New(nil, 0)
 	tr.EndMissing(gpuBatch("node-1", "GPU-A"), 42)
 	md := gpuBatch("node-1", "GPU-A")
 	md.ResourceMetrics().At(0).Resource().Attributes().PutStr("k8s.pod.name", "train-0")
@@ -125,7 +126,7 @@ func TestChangedAttributesEndTheOldSeries(t *testing.T) {
 // A producer may write the same attributes in another order: it is the same series, and
 // must not be ended (an end marker would blank a series that is still reporting).
 func TestAttributeOrderDoesNotMakeANewSeries(t *testing.T) {
-	tr := New()
+	tr := New(nil, 0)
 	first := gpuBatch("node-1", "GPU-A")
 	res := first.ResourceMetrics().At(0).Resource().Attributes()
 	res.PutStr("k8s.pod.name", "train-0")
@@ -147,7 +148,7 @@ func TestAttributeOrderDoesNotMakeANewSeries(t *testing.T) {
 // The hash writes each value with its type, as contrib's pdatautil.Hash did before it: in
 // OTLP the int 3 and the string "3" are different values, so the int's series ends.
 func TestAValueOfAnotherTypeIsAnotherSeries(t *testing.T) {
-	tr := New()
+	tr := New(nil, 0)
 	md := gpuBatch("node-1", "GPU-A")
 	md.ResourceMetrics().At(0).Resource().Attributes().PutInt("nvidia.gpu.index", 3)
 	tr.EndMissing(md, 42)
@@ -160,9 +161,86 @@ func TestAValueOfAnotherTypeIsAnotherSeries(t *testing.T) {
 // A batch may carry a series twice (two receivers of one host, a resource split across
 // ResourceMetrics): counted once, so the twice-seen series cannot stand in for a missing one.
 func TestASeriesTwiceInABatchDoesNotHideAMissingOne(t *testing.T) {
-	tr := New()
+	tr := New(nil, 0)
 	tr.EndMissing(gpuBatch("node-1", "GPU-A", "GPU-B"), 42)
 	md := gpuBatch("node-1", "GPU-A", "GPU-A")
 	tr.EndMissing(md, 42)
 	assert.ElementsMatch(t, []string{"GPU-B/hw.gpu.utilization/general", "GPU-B/hw.gpu.utilization/encoder", "GPU-B/hw.energy/"}, ended(t, md))
+}
+
+// steadyBatch is one scrape at sec seconds of host's GPUs: hw.status always, the steady
+// hw.errors only when withErrors.
+func steadyBatch(sec int, withErrors bool, uuids ...string) pmetric.Metrics {
+	ts := pcommon.Timestamp(time.Duration(sec) * time.Second)
+	md := pmetric.NewMetrics()
+	for _, u := range uuids {
+		rm := md.ResourceMetrics().AppendEmpty()
+		rm.Resource().Attributes().PutStr("host.name", "node-1")
+		rm.Resource().Attributes().PutStr("hw.id", u)
+		ms := rm.ScopeMetrics().AppendEmpty().Metrics()
+		status := ms.AppendEmpty()
+		status.SetName("hw.status")
+		dp := status.SetEmptyGauge().DataPoints().AppendEmpty()
+		dp.SetTimestamp(ts)
+		dp.SetIntValue(1)
+		if withErrors {
+			errs := ms.AppendEmpty()
+			errs.SetName("hw.errors")
+			sum := errs.SetEmptySum()
+			sum.SetIsMonotonic(true)
+			sum.SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+			dp := sum.DataPoints().AppendEmpty()
+			dp.SetTimestamp(ts)
+			dp.SetIntValue(0)
+		}
+	}
+	return md
+}
+
+// endedNames lists "hw.id/metric" of the end markers in md.
+func endedNames(md pmetric.Metrics) []string {
+	var out []string
+	for i := 0; i < md.ResourceMetrics().Len(); i++ {
+		rm := md.ResourceMetrics().At(i)
+		id, _ := rm.Resource().Attributes().Get("hw.id")
+		ms := rm.ScopeMetrics().At(0).Metrics()
+		for k := 0; k < ms.Len(); k++ {
+			m := ms.At(k)
+			var dps pmetric.NumberDataPointSlice
+			if m.Type() == pmetric.MetricTypeSum {
+				dps = m.Sum().DataPoints()
+			} else {
+				dps = m.Gauge().DataPoints()
+			}
+			for l := 0; l < dps.Len(); l++ {
+				if dps.At(l).Flags().NoRecordedValue() {
+					out = append(out, id.AsString()+"/"+m.Name())
+				}
+			}
+		}
+	}
+	return out
+}
+
+func TestSteadySeriesSkipBatchesForTheirGraceOnly(t *testing.T) {
+	tr := New(func(metric string) bool { return metric == "hw.errors" }, 10*time.Second)
+	tr.EndMissing(steadyBatch(0, true, "GPU-A", "GPU-B"), 0)
+	for sec := 1; sec < 10; sec++ {
+		md := steadyBatch(sec, false, "GPU-A", "GPU-B")
+		tr.EndMissing(md, pcommon.Timestamp(time.Duration(sec)*time.Second))
+		assert.Emptyf(t, endedNames(md), "%d s after its last point a steady series is still alive", sec)
+	}
+	md := steadyBatch(10, true, "GPU-A")
+	tr.EndMissing(md, pcommon.Timestamp(10*time.Second))
+	assert.Equal(t, []string{"GPU-B/hw.status", "GPU-B/hw.errors"}, endedNames(md), "a GPU that is gone ends its steady series at once too")
+
+	md = steadyBatch(20, false, "GPU-A")
+	tr.EndMissing(md, pcommon.Timestamp(20*time.Second))
+	assert.Equal(t, []string{"GPU-A/hw.errors"}, endedNames(md), "10 s without a point ends a steady series")
+
+	tr.EndMissing(steadyBatch(21, true, "GPU-A"), pcommon.Timestamp(21*time.Second))
+	md = steadyBatch(22, true, "GPU-A")
+	md.ResourceMetrics().At(0).ScopeMetrics().At(0).Metrics().RemoveIf(func(m pmetric.Metric) bool { return m.Name() == "hw.status" })
+	tr.EndMissing(md, pcommon.Timestamp(22*time.Second))
+	assert.Equal(t, []string{"GPU-A/hw.status"}, endedNames(md), "other series end at the first batch without them")
 }

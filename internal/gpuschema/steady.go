@@ -1,0 +1,32 @@
+package gpuschema // import "github.com/otelcol-gpu/otelcol-gpu/internal/gpuschema"
+
+import "time"
+
+// SteadyResendMax is the longest a steady series (IsSteady) may go without a point while
+// its GPU is reported (its hw.status is): the gpu receiver re-sends an unchanged steady point at least this
+// often (its steady_series_interval, at most this), and gpu_enrich ends a steady series
+// only once it has gone this long without one. Ten seconds is the shipped collection
+// interval, so a steady series is never sampled more coarsely than the default set is.
+const SteadyResendMax = 10 * time.Second
+
+// IsSteady reports whether the receiver's metric changes rarely enough that, at short
+// collection intervals, an unchanged point is held back until its value changes or
+// SteadyResendMax passes: error counters, limits and link state. Left out: every metric
+// gpu_enrich reads from each batch (memory limit and usage, utilization, energy, clock
+// events, profiling), and hw.status, which is in every collection of every GPU, lost
+// ones too, so that a GPU's resource is never made of held-back series alone.
+func IsSteady(metric string) bool {
+	switch metric {
+	case MetricHwErrors, MetricHwTemperatureLimit,
+		MetricNvidiaGpuMemoryRemapFailed, MetricNvidiaGpuMemoryRemapPending, MetricNvidiaGpuMemoryRemappedRows,
+		MetricNvidiaGpuMemoryRetiredPages, MetricNvidiaGpuMemoryRetiredPagesPending,
+		MetricNvidiaGpuPowerLimit, MetricNvidiaGpuPowerLimitBoard,
+		MetricNvidiaGpuClockFrequencyMax,
+		MetricNvidiaGpuPcieReplays, MetricNvidiaGpuPcieLinkGeneration, MetricNvidiaGpuPcieLinkGenerationMax,
+		MetricNvidiaGpuPcieLinkWidth, MetricNvidiaGpuPcieLinkWidthMax,
+		MetricNvidiaGpuNvlinkErrors, MetricNvidiaGpuNvlinkState,
+		MetricNvidiaGpuXidErrors, MetricNvidiaGpuXidLast:
+		return true
+	}
+	return false
+}

@@ -1,0 +1,137 @@
+package gpureceiver
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+
+	"github.com/otelcol-gpu/otelcol-gpu/internal/gpuschema"
+	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpureceiver/internal/metadata"
+)
+
+// steadyOnH100 are the steady metrics an H100 reports by default.
+var steadyOnH100 = []string{
+	"hw.errors", "nvidia.gpu.memory.remap.failed", "nvidia.gpu.memory.remap.pending",
+	"nvidia.gpu.power.limit", "nvidia.gpu.pcie.replays", "nvidia.gpu.nvlink.errors", "nvidia.gpu.nvlink.state",
+}
+
+// alwaysOnH100 are metrics of the default set that every collection carries.
+var alwaysOnH100 = []string{"hw.status", "hw.power", "hw.gpu.utilization", "hw.gpu.memory.limit", "hw.energy", "nvidia.gpu.clock_event.active"}
+
+// scrapeEvery scrapes n times, the clock stepping by interval before each scrape after
+// the first, and returns each scrape's first GPU.
+func scrapeEvery(t *testing.T, s *gpuScraper, clock *fakeClock, interval time.Duration, n int) []pmetric.ResourceMetrics {
+	t.Helper()
+	var out []pmetric.ResourceMetrics
+	for i := 0; i < n; i++ {
+		if i > 0 {
+			clock.Step(interval)
+		}
+		md, err := s.scrape(context.Background())
+		require.NoError(t, err)
+		out = append(out, gpuResources(md)[s.devices[0].uuid])
+	}
+	return out
+}
+
+func has(rm pmetric.ResourceMetrics, name string) bool {
+	_, ok := findMetric(rm, name)
+	return ok
+}
+
+func TestSteadySeriesAreSentWhenTheyChangeAndEveryTenSeconds(t *testing.T) {
+	clock := newFakeClock()
+	sim := newSim(t, "dgxh100", "steady-training", clock)
+	cfg := testConfig()
+	cfg.CollectionInterval = time.Second
+	s := startedScraper(t, cfg, sim, clock)
+
+	gpus := scrapeEvery(t, s, clock, time.Second, 21)
+	for i, gpu := range gpus {
+		for _, name := range alwaysOnH100 {
+			assert.Truef(t, has(gpu, name), "collection %d lacks %s: only steady series are held back", i, name)
+		}
+		for _, name := range steadyOnH100 {
+			assert.Equalf(t, i%10 == 0, has(gpu, name), "collection %d (1 s apart): %s is sent at 0, 10 and 20 s only", i, name)
+		}
+	}
+	// A held-back series comes back with every point it had.
+	errs, ok := findMetric(gpus[10], "hw.errors")
+	require.True(t, ok)
+	assert.Equal(t, 4, errs.Sum().DataPoints().Len(), "corrected and uncorrected, volatile and aggregate")
+
+	// A change goes out at the next collection, the unchanged rest stays held back.
+	sim.InjectXID(0, 79, 1)
+	waitForXIDs(t, s, sim)
+	gpu := scrapeEvery(t, s, clock, time.Second, 1)[0]
+	assert.Equal(t, 1.0, pointValue(t, gpu, "nvidia.gpu.xid.errors", map[string]string{"nvidia.gpu.xid": "79"}))
+	assert.False(t, has(gpu, "hw.errors"), "an unchanged steady series waits for its 10 s")
+	later := scrapeEvery(t, s, clock, time.Second, 2)
+	assert.False(t, has(later[1], "nvidia.gpu.xid.errors"), "the XID counter, unchanged since, is held back again")
+}
+
+func TestSteadySeriesEveryCollectionWhereConfiguredOrCollectingSlowly(t *testing.T) {
+	for name, c := range map[string]struct {
+		interval, steady time.Duration
+	}{
+		"interval 0s":            {time.Second, 0},
+		"collecting every 10s":   {10 * time.Second, gpuschema.SteadyResendMax},
+		"collecting every 15s":   {15 * time.Second, gpuschema.SteadyResendMax},
+		"interval at collection": {2 * time.Second, 2 * time.Second},
+	} {
+		t.Run(name, func(t *testing.T) {
+			clock := newFakeClock()
+			sim := newSim(t, "dgxh100", "steady-training", clock)
+			cfg := testConfig()
+			cfg.CollectionInterval, cfg.SteadySeriesInterval = c.interval, c.steady
+			s := startedScraper(t, cfg, sim, clock)
+			for i, gpu := range scrapeEvery(t, s, clock, c.interval, 4) {
+				for _, name := range steadyOnH100 {
+					assert.Truef(t, has(gpu, name), "collection %d lacks %s", i, name)
+				}
+			}
+		})
+	}
+}
+
+func TestSteadySeriesWhoseRecordsTheBuilderMergesAreSentEveryCollection(t *testing.T) {
+	clock := newFakeClock()
+	sim := newSim(t, "dgxh100", "steady-training", clock)
+	cfg := testConfig()
+	cfg.CollectionInterval = time.Second
+	// Without the counter type, each error type's point is the sum of its volatile and
+	// aggregate counters: holding back one of the two would change the sum.
+	cfg.Metrics.HwErrors.EnabledAttributes = []metadata.HwErrorsMetricAttributeKey{metadata.HwErrorsMetricAttributeKeyErrorType}
+	s := startedScraper(t, cfg, sim, clock)
+	for i, gpu := range scrapeEvery(t, s, clock, time.Second, 3) {
+		assert.Truef(t, has(gpu, "hw.errors"), "collection %d lacks the merged hw.errors", i)
+		assert.Equalf(t, i == 0, has(gpu, "nvidia.gpu.power.limit"), "collection %d: the other steady series are still held back", i)
+	}
+}
+
+func TestSteadySeriesWithoutHwStatusAreSentEveryCollection(t *testing.T) {
+	clock := newFakeClock()
+	sim := newSim(t, "dgxh100", "steady-training", clock)
+	cfg := testConfig()
+	cfg.CollectionInterval = time.Second
+	cfg.Metrics.HwStatus.Enabled = false
+	s := startedScraper(t, cfg, sim, clock)
+	for i, gpu := range scrapeEvery(t, s, clock, time.Second, 3) {
+		for _, name := range steadyOnH100 {
+			assert.Truef(t, has(gpu, name), "collection %d lacks %s: without hw.status nothing is held back", i, name)
+		}
+	}
+}
+
+func TestEveryHeldBackMetricIsSteadyInTheContract(t *testing.T) {
+	for name, held := range steadyHoldable(&testConfig().Metrics) {
+		assert.Truef(t, gpuschema.IsSteady(name), "%s is held back but gpu_enrich would end it", name)
+		assert.Truef(t, held, "%s: the default configuration merges no records", name)
+	}
+	assert.False(t, gpuschema.IsSteady("hw.status"), "hw.status keeps a GPU's resource in every collection")
+	assert.False(t, gpuschema.IsSteady("hw.gpu.memory.limit"), "gpu_enrich reads the limit from every batch")
+}
