@@ -13,7 +13,8 @@
 # as 8 nodes' agents), INTERVAL (1s), WARMUP (15 s before the window), WINDOW (40 s),
 # AGENT (distribution/agent/otelcol-gpu-agent; make build), PROMETHEUS (bin/prometheus;
 # make deps), GOMAXPROCS, GOMEMLIMIT and GOGC (the shipped ones, from
-# deploy/systemd/otelcol-gpu.env.example), KEEP (set: keep the logs), PORT_OFFSET (0). Listens on 127.0.0.1 ports 19090
+# deploy/systemd/otelcol-gpu.env.example), PROCESSORS (the pipeline's processors, default
+# "memory_limiter, gpu_enrich, batch": the shipped ones less k8s_attributes), KEEP (set: keep the logs), PORT_OFFSET (0). Listens on 127.0.0.1 ports 19090
 # (Prometheus), 11777 (pprof), 13999 and 18999, each plus PORT_OFFSET: two runs with
 # different offsets at the same time compare two builds under the same load on the
 # machine, which a VM's drift between runs otherwise hides (docs/benchmarks.md).
@@ -62,7 +63,7 @@ pids+=($!)
 	echo "  pipelines:"
 	echo "    metrics:"
 	echo "      receivers: [$(seq -s, -f 'gpu/%g' 0 $((nodes - 1)))]"
-	echo "      processors: [memory_limiter, gpu_enrich, batch]"
+	echo "      processors: [${PROCESSORS:-memory_limiter, gpu_enrich, batch}]"
 } >"$work/receivers.yaml"
 mkdir -p "$work/empty"
 
