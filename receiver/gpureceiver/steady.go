@@ -12,7 +12,7 @@ import (
 )
 
 // Steady series (gpuschema.IsSteady: error counters, limits, link state) change a
-// few times in a GPU's life. At a 1 s collection interval they would be a third of every
+// few times in a GPU's life. At a 1 s collection interval they would be a quarter of every
 // sample written while saying nothing new, so an unchanged steady point is held back until
 // steady_series_interval has passed since it was last sent; a changed value goes out at
 // once. gpu_enrich's end-of-series tracker knows the same set and does not end a steady
