@@ -2,7 +2,9 @@
 // resource and data-point attribute names, and attribute values it emits — generated from
 // receiver/gpureceiver/metadata.yaml (`make generate`, go run ./internal/gpuschema/gen), so
 // that gpu_enrich and anything else reading the receiver's output name them from one place:
-// a renamed metric breaks the build instead of silently matching nothing.
+// a renamed metric breaks the build instead of silently matching nothing. steady.go (written
+// by hand) adds what the two components must agree on beyond names: which series may skip
+// collections, and for how long.
 package gpuschema // import "github.com/otelcol-gpu/otelcol-gpu/internal/gpuschema"
 
 import (

@@ -243,5 +243,5 @@ func (t *Tracker) held(o *origin, s *series) bool {
 		return false
 	}
 	r := o.resources[s.resource]
-	return r.seen == t.batch && r.now < s.last+t.grace
+	return r != nil && r.seen == t.batch && r.now < s.last+t.grace
 }
