@@ -3,6 +3,7 @@ package deploytest
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -230,7 +231,7 @@ func (a *applier) installCRDs(t testing.TB, files ...string) {
 	t.Helper()
 	ctx := context.Background()
 	gvr := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
-	var names []string
+	var crds []apiextensionsv1.CustomResourceDefinition
 	for _, f := range files {
 		raw, err := os.ReadFile(f)
 		if err != nil {
@@ -255,22 +256,56 @@ func (a *applier) installCRDs(t testing.TB, files ...string) {
 			metav1.PatchOptions{FieldManager: "deploy-test", Force: &force}); err != nil {
 			t.Fatalf("CRD %s (%s): %v", crd.Name, f, err)
 		}
-		names = append(names, crd.Name)
+		crds = append(crds, crd)
 	}
 	deadline := time.Now().Add(60 * time.Second)
-	for _, name := range names {
+	for _, crd := range crds {
 		for {
-			u, err := a.dyn.Resource(gvr).Get(ctx, name, metav1.GetOptions{})
+			u, err := a.dyn.Resource(gvr).Get(ctx, crd.Name, metav1.GetOptions{})
 			if err == nil && crdEstablished(u) {
 				break
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("CRD %s not established within 60s (last error %v)", name, err)
+				t.Fatalf("CRD %s not established within 60s (last error %v)", crd.Name, err)
 			}
 			time.Sleep(200 * time.Millisecond)
 		}
+		// Established is set before discovery lists the new resource: applying at once
+		// can meet "no matches for kind" (seen in CI). Wait until discovery serves
+		// every served version.
+		for _, v := range crd.Spec.Versions {
+			if !v.Served {
+				continue
+			}
+			gv := crd.Spec.Group + "/" + v.Name
+			for {
+				err := discoveryLists(a.s, gv, crd.Spec.Names.Plural)
+				if err == nil {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("CRD %s: discovery does not list it within 60s: %v", crd.Name, err)
+				}
+				time.Sleep(200 * time.Millisecond)
+			}
+		}
 	}
 	a.mapper.Reset()
+}
+
+// discoveryLists says why the API server's discovery does not list resource in
+// groupVersion, or nil when it does.
+func discoveryLists(s *kubeapi.Server, groupVersion, resource string) error {
+	list, err := s.Client.Discovery().ServerResourcesForGroupVersion(groupVersion)
+	if err != nil {
+		return err
+	}
+	for _, r := range list.APIResources {
+		if r.Name == resource {
+			return nil
+		}
+	}
+	return fmt.Errorf("%s lists no %s", groupVersion, resource)
 }
 
 func crdEstablished(u *unstructured.Unstructured) bool {
