@@ -56,6 +56,9 @@ type deviceRead struct {
 		read, ok bool
 		value    nvml.Utilization
 	}
+	// engines says which video engines this collection found on the GPU (recordUtilization);
+	// known is false when it did not look (hw.gpu.utilization off, MIG mode).
+	engines struct{ known, encoder, decoder bool }
 }
 
 func newDeviceRead(deps readDeps, lib nvml.Interface, d *gpuDevice, now pcommon.Timestamp) *deviceRead {

@@ -122,8 +122,14 @@ func (r *deviceRead) recordProcesses(migs map[uint32]*migInstance) {
 			n := float64(u.n) * percent
 			r.mb.RecordNvidiaGpuProcessUtilizationDataPoint(r.now, u.sm/n, metadata.AttributeNvidiaGpuEngineSm)
 			r.mb.RecordNvidiaGpuProcessUtilizationDataPoint(r.now, u.mem/n, metadata.AttributeNvidiaGpuEngineMemory)
-			r.mb.RecordNvidiaGpuProcessUtilizationDataPoint(r.now, u.enc/n, metadata.AttributeNvidiaGpuEngineEncoder)
-			r.mb.RecordNvidiaGpuProcessUtilizationDataPoint(r.now, u.dec/n, metadata.AttributeNvidiaGpuEngineDecoder)
+			// NVML answers 0 for an engine the GPU lacks (NVENC on A100/H100/B200): a
+			// process's share of it is reported where the GPU's own is.
+			if !r.engines.known || r.engines.encoder {
+				r.mb.RecordNvidiaGpuProcessUtilizationDataPoint(r.now, u.enc/n, metadata.AttributeNvidiaGpuEngineEncoder)
+			}
+			if !r.engines.known || r.engines.decoder {
+				r.mb.RecordNvidiaGpuProcessUtilizationDataPoint(r.now, u.dec/n, metadata.AttributeNvidiaGpuEngineDecoder)
+			}
 		}
 		subject := resourceSubject{process: true, pid: p.pid, name: r.procNames.lookup(r.lib, p.pid), graphics: p.graphics}
 		if mi := migs[p.gpuInstance]; p.gpuInstance != noInstance && mi != nil {

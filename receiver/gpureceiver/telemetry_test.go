@@ -272,3 +272,38 @@ func TestProfilingOnHopperNotOnAmpere(t *testing.T) {
 		assert.False(t, ok, "quietly absent where GPM is not supported")
 	}
 }
+
+// NVML's per-process samples carry an encoder share even where the GPU has no NVENC
+// (A100, H100, H200, B200): a process's engine is reported where the GPU's own
+// hw.gpu.utilization for it is. Where the receiver did not read the GPU's engines
+// (hw.gpu.utilization off) every engine NVML answers for is reported.
+func TestProcessEnginesAreTheGPUs(t *testing.T) {
+	engines := func(cfg *Config) (gpu, process []string) {
+		s, _, res := scrapeWith(t, cfg, "dgxh100", "shared-gpu", 30*time.Second)
+		require.NoError(t, res.err)
+		p, ok := processResources(res.md)[s.devices[0].uuid+"/41001"]
+		require.True(t, ok)
+		m, ok := findMetric(p, "nvidia.gpu.process.utilization")
+		require.True(t, ok)
+		for i := 0; i < m.Gauge().DataPoints().Len(); i++ {
+			v, _ := m.Gauge().DataPoints().At(i).Attributes().Get("nvidia.gpu.engine")
+			process = append(process, v.Str())
+		}
+		if m, ok := findMetric(gpuResources(res.md)[s.devices[0].uuid], "hw.gpu.utilization"); ok {
+			for i := 0; i < m.Gauge().DataPoints().Len(); i++ {
+				v, _ := m.Gauge().DataPoints().At(i).Attributes().Get("hw.gpu.task")
+				gpu = append(gpu, v.Str())
+			}
+		}
+		return gpu, process
+	}
+	gpu, process := engines(testConfig())
+	assert.ElementsMatch(t, []string{"general", "decoder"}, gpu, "an H100 has NVDEC, no NVENC")
+	assert.ElementsMatch(t, []string{"sm", "memory", "decoder"}, process)
+
+	cfg := testConfig()
+	cfg.Metrics.HwGpuUtilization.Enabled = false
+	gpu, process = engines(cfg)
+	assert.Empty(t, gpu)
+	assert.ElementsMatch(t, []string{"sm", "memory", "encoder", "decoder"}, process)
+}

@@ -60,12 +60,15 @@ func (r *deviceRead) recordUtilization() {
 			gpmDec = &v.decoder
 		}
 	}
-	if enc, ok := r.engineUtilization(gpmEnc, utilizationSamplesEncoder, callGetEncoderUtilization, r.dev.handle.GetEncoderUtilization); ok {
+	enc, hasEnc := r.engineUtilization(gpmEnc, utilizationSamplesEncoder, callGetEncoderUtilization, r.dev.handle.GetEncoderUtilization)
+	if hasEnc {
 		r.mb.RecordHwGpuUtilizationDataPoint(r.now, enc, metadata.AttributeHwGpuTaskEncoder)
 	}
-	if dec, ok := r.engineUtilization(gpmDec, utilizationSamplesDecoder, callGetDecoderUtilization, r.dev.handle.GetDecoderUtilization); ok {
+	dec, hasDec := r.engineUtilization(gpmDec, utilizationSamplesDecoder, callGetDecoderUtilization, r.dev.handle.GetDecoderUtilization)
+	if hasDec {
 		r.mb.RecordHwGpuUtilizationDataPoint(r.now, dec, metadata.AttributeHwGpuTaskDecoder)
 	}
+	r.engines.known, r.engines.encoder, r.engines.decoder = true, hasEnc, hasDec
 }
 
 // gpuUtilization is the GPU's busy share 0–1: GPM's graphics activity, else the samples,
