@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/otelcol-gpu/otelcol-gpu/internal/gpuschema"
 	"github.com/otelcol-gpu/otelcol-gpu/processor/gpuenrichprocessor/internal/kube"
 	"github.com/otelcol-gpu/otelcol-gpu/processor/gpuenrichprocessor/internal/metadata"
 )
@@ -39,6 +40,12 @@ type Config struct {
 	// they are two fifths of an OTLP request's bytes: the Prometheus OTLP overlay turns
 	// them off.
 	Descriptions bool `mapstructure:"descriptions"`
+	// SteadySeriesInterval is how often an unchanged flag (throttled, idle-while-allocated,
+	// leak-suspected) is sent again when the GPU is collected more often; a changed one is
+	// sent at once. At most gpuschema.SteadyResendMax (10 s), after which the end-of-series
+	// tracker ends a series without a point; 0 sends every collection. The gpu receiver's
+	// setting of the same name does the same for its error counters, limits and link state.
+	SteadySeriesInterval time.Duration `mapstructure:"steady_series_interval"`
 }
 
 // KubeletConfig is the pod-resources client's configuration.
@@ -182,5 +189,9 @@ func (cfg *Config) Validate() error {
 	ratio("leak.min_growth", cfg.Leak.MinGrowth, false)
 	ratio("leak.utilization_tolerance", cfg.Leak.UtilizationTolerance, true)
 	ratio("bottleneck.saturation", cfg.Bottleneck.Saturation, false)
+	if cfg.SteadySeriesInterval < 0 || cfg.SteadySeriesInterval > gpuschema.SteadyResendMax {
+		errs = append(errs, fmt.Errorf("steady_series_interval: must be between 0s (every collection) and %s (the end-of-series tracker ends a steady series after %s without a point), got %s",
+			gpuschema.SteadyResendMax, gpuschema.SteadyResendMax, cfg.SteadySeriesInterval))
+	}
 	return errors.Join(errs...)
 }

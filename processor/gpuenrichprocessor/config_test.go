@@ -30,6 +30,7 @@ func TestConfigDefaultsAndFullySet(t *testing.T) {
 	assert.Equal(t, []string{"nvidia.com/gpu", "nvidia.com/gpu.shared", "nvidia.com/mig-*"}, def.Kubelet.ResourceNames)
 	assert.Equal(t, 0.05, def.Idle.Threshold)
 	assert.Equal(t, 10*time.Minute, def.Idle.Window)
+	assert.Equal(t, 10*time.Second, def.SteadySeriesInterval)
 
 	c, err := loadConfig(t, "custom")
 	require.NoError(t, err)
@@ -37,6 +38,7 @@ func TestConfigDefaultsAndFullySet(t *testing.T) {
 	assert.Equal(t, "/host/proc", c.Processes.ProcRoot)
 	assert.Equal(t, time.Hour, c.Leak.Window)
 	assert.False(t, c.Metrics.NvidiaGpuPodEnergy.Enabled)
+	assert.Zero(t, c.SteadySeriesInterval, "0s: every collection")
 
 	_, err = loadConfig(t, "kubelet_off")
 	require.NoError(t, err, "switched-off parts are not validated")
@@ -44,27 +46,29 @@ func TestConfigDefaultsAndFullySet(t *testing.T) {
 
 func TestConfigErrorsNameTheField(t *testing.T) {
 	for name, field := range map[string]string{
-		"relative_socket":         "kubelet.endpoint",
-		"tcp_socket":              "kubelet.endpoint",
-		"zero_refresh":            "kubelet.refresh_interval",
-		"negative_timeout":        "kubelet.timeout",
-		"no_resource_names":       "kubelet.resource_names",
-		"bad_wildcard":            "kubelet.resource_names[0]",
-		"relative_proc":           "processes.proc_root",
-		"relative_logs":           "processes.pod_logs_dir",
-		"idle_threshold_zero":     "idle.threshold",
-		"idle_threshold_percent":  "idle.threshold",
-		"idle_window_zero":        "idle.window",
-		"leak_window_negative":    "leak.window",
-		"leak_growth_over_one":    "leak.min_growth",
-		"leak_tolerance_negative": "leak.utilization_tolerance",
-		"saturation_zero":         "bottleneck.saturation",
-		"unknown_key":             "treshold",
-		"unknown_metric":          "nvidia.gpu.nope",
-		"negative_max_per_gpu":    "processes.max_per_gpu",
-		"zero_name_length":        "processes.max_executable_name_length",
-		"bad_auth_type":           "kube_api.auth_type",
-		"bad_dra_driver":          "kubelet.dra_drivers[0]",
+		"relative_socket":          "kubelet.endpoint",
+		"tcp_socket":               "kubelet.endpoint",
+		"zero_refresh":             "kubelet.refresh_interval",
+		"negative_timeout":         "kubelet.timeout",
+		"no_resource_names":        "kubelet.resource_names",
+		"bad_wildcard":             "kubelet.resource_names[0]",
+		"relative_proc":            "processes.proc_root",
+		"relative_logs":            "processes.pod_logs_dir",
+		"idle_threshold_zero":      "idle.threshold",
+		"idle_threshold_percent":   "idle.threshold",
+		"idle_window_zero":         "idle.window",
+		"leak_window_negative":     "leak.window",
+		"leak_growth_over_one":     "leak.min_growth",
+		"leak_tolerance_negative":  "leak.utilization_tolerance",
+		"saturation_zero":          "bottleneck.saturation",
+		"steady_interval_over_max": "steady_series_interval",
+		"steady_interval_negative": "steady_series_interval",
+		"unknown_key":              "treshold",
+		"unknown_metric":           "nvidia.gpu.nope",
+		"negative_max_per_gpu":     "processes.max_per_gpu",
+		"zero_name_length":         "processes.max_executable_name_length",
+		"bad_auth_type":            "kube_api.auth_type",
+		"bad_dra_driver":           "kubelet.dra_drivers[0]",
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := loadConfig(t, name)

@@ -11,7 +11,8 @@ import (
 )
 
 // deriveGPU appends the derived per-GPU (or per-MIG-instance) signals to its resource.
-func (p *gpuEnrichProcessor) deriveGPU(g *gpuView, ts pcommon.Timestamp) {
+// Its window flags go through flags, which holds back unchanged ones (steady.go).
+func (p *gpuEnrichProcessor) deriveGPU(g *gpuView, ts pcommon.Timestamp, flags *gpuOutputs) {
 	defer p.emitInto(g.rm)
 	if g.hasMem && g.hasLimit && g.memLimit > 0 {
 		p.mb.RecordHwGpuMemoryUtilizationDataPoint(ts, g.memUsed/g.memLimit)
@@ -42,12 +43,17 @@ func (p *gpuEnrichProcessor) deriveGPU(g *gpuView, ts pcommon.Timestamp) {
 	}
 	samples := p.tracker.Observe(tracking.GPUKey(g.uuid), tracking.Sample{T: ts.AsTime(), Util: util, HasUtil: hasUtil, Memory: g.memUsed})
 	if hasUtil {
-		idle := p.allocated(g) && tracking.IdleFor(samples, p.cfg.Idle.Threshold, p.cfg.Idle.Window)
-		p.mb.RecordNvidiaGpuIdleWhileAllocatedDataPoint(ts, asInt(idle))
+		idle := asInt(p.allocated(g) && tracking.IdleFor(samples, p.cfg.Idle.Threshold, p.cfg.Idle.Window))
+		if flags.send(outputKey{metric: metadata.MetricsInfo.NvidiaGpuIdleWhileAllocated.Name}, idle) {
+			p.mb.RecordNvidiaGpuIdleWhileAllocatedDataPoint(ts, idle)
+		}
 	}
 	if g.hasMem && g.hasLimit {
 		p.mb.RecordNvidiaGpuMemoryGrowthRateDataPoint(ts, tracking.Slope(tracking.Within(samples, p.cfg.Leak.Window)))
-		p.mb.RecordNvidiaGpuMemoryLeakSuspectedDataPoint(ts, asInt(tracking.LeakSuspected(samples, g.memLimit, p.leakRule())))
+		leak := asInt(tracking.LeakSuspected(samples, g.memLimit, p.leakRule()))
+		if flags.send(outputKey{metric: metadata.MetricsInfo.NvidiaGpuMemoryLeakSuspected.Name}, leak) {
+			p.mb.RecordNvidiaGpuMemoryLeakSuspectedDataPoint(ts, leak)
+		}
 	}
 }
 

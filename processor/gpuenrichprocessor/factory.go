@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/collector/processor"
 	"go.opentelemetry.io/collector/processor/processorhelper"
 
+	"github.com/otelcol-gpu/otelcol-gpu/internal/gpuschema"
 	"github.com/otelcol-gpu/otelcol-gpu/processor/gpuenrichprocessor/internal/kube"
 	"github.com/otelcol-gpu/otelcol-gpu/processor/gpuenrichprocessor/internal/metadata"
 	"github.com/otelcol-gpu/otelcol-gpu/processor/gpuenrichprocessor/internal/podresources"
@@ -39,6 +40,8 @@ func createDefaultConfig() component.Config {
 		Bottleneck:   BottleneckConfig{Saturation: 0.6},
 		EndSeries:    true,
 		Descriptions: true,
+
+		SteadySeriesInterval: gpuschema.SteadyResendMax,
 	}
 }
 

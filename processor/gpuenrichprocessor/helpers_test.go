@@ -82,6 +82,9 @@ func testConfig() *Config {
 	cfg.Leak.Window = time.Minute
 	// Most tests follow processes by PID; process_series_test.go checks the default.
 	cfg.Processes.KeepPID = true
+	// Tests read a flag from one collection, some stepping faster than 10 s; steady_test.go
+	// checks that unchanged flags are held back by default.
+	cfg.SteadySeriesInterval = 0
 	return cfg
 }
 

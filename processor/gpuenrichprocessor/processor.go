@@ -35,6 +35,8 @@ type gpuEnrichProcessor struct {
 	mu    sync.Mutex
 	mb    *metadata.MetricsBuilder
 	stale *staleness.Tracker
+	// steady holds back unchanged flags at short collection intervals (steady.go).
+	steady *steadyOutputs
 	// userResource is scratch space for a per-pod or per-job resource (deriveUsers).
 	userResource pcommon.Resource
 	// unmappedExample is the last unmapped device logged, so it is logged once.
@@ -53,7 +55,8 @@ func newProcessor(cfg *Config, set processor.Settings, now func() time.Time, src
 		tracker:   tracking.New(max(cfg.Idle.Window, cfg.Leak.Window)),
 		startTime: start,
 		mb:        metadata.NewMetricsBuilder(cfg.MetricsBuilderConfig, set, metadata.WithStartTime(start)),
-		stale:     staleness.New(gpuschema.IsSteady, gpuschema.SteadyResendMax),
+		stale:     staleness.New(steadySeries(cfg), gpuschema.SteadyResendMax),
+		steady:    newSteadyOutputs(cfg),
 
 		userResource: pcommon.NewResource(),
 	}
@@ -106,14 +109,17 @@ func (p *gpuEnrichProcessor) processMetrics(_ context.Context, md pmetric.Metric
 	if len(b.gpus) > 0 {
 		latest = 0
 	}
+	p.steady.beginBatch()
 	for _, g := range b.gpus {
 		ts := g.ts
 		if ts == 0 {
 			ts = pcommon.NewTimestampFromTime(p.now())
 		}
 		latest = max(latest, ts)
-		p.deriveGPU(g, ts)
-		p.deriveUsers(g, ts, users)
+		flags := p.steady.begin(g, ts)
+		p.deriveGPU(g, ts, flags)
+		p.deriveUsers(g, ts, users, flags)
+		flags.end()
 	}
 	users.MoveAndAppendTo(md.ResourceMetrics())
 	p.folded += int64(p.foldProcessSeries(md, b))
@@ -127,6 +133,7 @@ func (p *gpuEnrichProcessor) processMetrics(_ context.Context, md pmetric.Metric
 		dropDescriptions(md)
 	}
 	p.tracker.Forget(p.now().Add(-forgetAfter))
+	p.steady.forget(pcommon.NewTimestampFromTime(p.now().Add(-forgetAfter)))
 	return md, nil
 }
 

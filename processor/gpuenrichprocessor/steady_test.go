@@ -1,11 +1,15 @@
 package gpuenrichprocessor
 
 import (
+	"context"
+	"sort"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
 	"github.com/otelcol-gpu/otelcol-gpu/internal/pdatawalk"
@@ -53,26 +57,232 @@ func TestHeldBackSteadySeriesAreNotEnded(t *testing.T) {
 // within 10 s of its last point (hw.status, sent every collection, says failed), and are
 // sent again, at once, when it answers again.
 func TestALostGPUsSteadySeriesEndAndComeBack(t *testing.T) {
-	h := newHarnessWithReceiver(t, "dgxh100", "gpu-lost", receiverEverySecond(), testConfig(), func([]string, *fakeClock) sources { return sources{} })
-	var ended, sentAfterReturn []int
-	for sec := 1; sec <= 45; sec++ {
-		md := h.step(time.Second)
-		for _, rm := range resources(md, map[string]string{"nvidia.gpu.index": "3", "!process.pid": ""}) {
-			pdatawalk.EachPoint(rm, func(name string, dp pmetric.NumberDataPoint) {
-				if name != "nvidia.gpu.power.limit" {
-					return
+	for _, metric := range []string{"nvidia.gpu.power.limit", "nvidia.gpu.throttled", "nvidia.gpu.idle_while_allocated"} {
+		t.Run(metric, func(t *testing.T) {
+			h := newHarnessWithReceiver(t, "dgxh100", "gpu-lost", receiverEverySecond(), heldFlagsConfig(), func([]string, *fakeClock) sources { return sources{} })
+			var ended, sentAfterReturn []int
+			for sec := 1; sec <= 45; sec++ {
+				md := h.step(time.Second)
+				for _, rm := range resources(md, map[string]string{"nvidia.gpu.index": "3", "!process.pid": ""}) {
+					pdatawalk.EachPoint(rm, func(name string, dp pmetric.NumberDataPoint) {
+						if name != metric {
+							return
+						}
+						switch {
+						case dp.Flags().NoRecordedValue():
+							ended = append(ended, sec)
+						case sec >= 35:
+							sentAfterReturn = append(sentAfterReturn, sec)
+						}
+					})
 				}
-				switch {
-				case dp.Flags().NoRecordedValue():
-					ended = append(ended, sec)
-				case sec >= 35:
-					sentAfterReturn = append(sentAfterReturn, sec)
+			}
+			require.NotEmpty(t, ended, "the lost GPU's series end")
+			assert.LessOrEqual(t, ended[len(ended)-1], 15+10, "within 10 s of the GPU's last answer (15 s in)")
+			require.NotEmpty(t, sentAfterReturn)
+			assert.Equal(t, 35, sentAfterReturn[0], "sent again as soon as the GPU answers (35 s in)")
+		})
+	}
+}
+
+// heldFlagsConfig is testConfig with gpu_enrich's flags held back, as shipped.
+func heldFlagsConfig() *Config {
+	cfg := testConfig()
+	cfg.SteadySeriesInterval = createDefaultConfig().(*Config).SteadySeriesInterval
+	return cfg
+}
+
+// flagPoint is one series' point in one collection.
+type flagPoint struct {
+	value float64
+	ended bool
+}
+
+// flagPoints lists the points of gpu_enrich's held-back flags in md, by series.
+func flagPoints(md pmetric.Metrics) map[string]flagPoint { return seriesPoints(md, isSteadyOutput) }
+
+// seriesPoints lists the points in md of the metrics include names, by series (resource
+// attributes, metric, point attributes).
+func seriesPoints(md pmetric.Metrics, include func(metric string) bool) map[string]flagPoint {
+	out := map[string]flagPoint{}
+	for i := 0; i < md.ResourceMetrics().Len(); i++ {
+		rm := md.ResourceMetrics().At(i)
+		res := attrString(rm.Resource().Attributes())
+		pdatawalk.EachPoint(rm, func(name string, dp pmetric.NumberDataPoint) {
+			if !include(name) {
+				return
+			}
+			out[res+" "+name+attrString(dp.Attributes())] = flagPoint{value: pdatawalk.Value(dp), ended: dp.Flags().NoRecordedValue()}
+		})
+	}
+	return out
+}
+
+func attrString(m pcommon.Map) string {
+	var kv []string
+	for k, v := range m.All() {
+		kv = append(kv, k+"="+v.AsString())
+	}
+	sort.Strings(kv)
+	return "{" + strings.Join(kv, ",") + "}"
+}
+
+// At 1 s, the receiver's steady series (framebuffer size included) and gpu_enrich's
+// window flags are held back while unchanged, and whoever reads any series' last point
+// reads what sending every point of every collection would have said, in every
+// collection: the same scenario run twice from the same seed, held and with both
+// steady_series_interval at 0s. Only steady series skip collections, none goes more than
+// 10 s without a point, none is ended while its GPU answers, and there are far fewer
+// flag points.
+func TestHeldBackSeriesSayWhatEveryCollectionSays(t *testing.T) {
+	for _, scenario := range []string{"thermal-throttle", "memory-leak", "idle", "shared-gpu"} {
+		t.Run(scenario, func(t *testing.T) {
+			every, heldCfg := testConfig(), heldFlagsConfig() // steady_series_interval 0 and 10 s
+			// Windows that end between two resends (at 1, 11, 21… s), so that a flag
+			// raised at their end is held back unless a change goes out at once.
+			for _, cfg := range []*Config{every, heldCfg} {
+				cfg.Idle.Window, cfg.Leak.Window = 65*time.Second, 65*time.Second
+			}
+			receiverEvery := receiverEverySecond()
+			receiverEvery.SteadySeriesInterval = 0
+			held := newHarnessWithReceiver(t, "dgxh100", scenario, receiverEverySecond(), heldCfg, kubeletOnly)
+			all := newHarnessWithReceiver(t, "dgxh100", scenario, receiverEvery, every, kubeletOnly)
+			type state struct {
+				value float64
+				sent  int
+			}
+			steady := steadySeries(heldCfg)
+			everything := func(string) bool { return true }
+			last := map[string]state{}
+			var previous map[string]flagPoint
+			heldFlags, allFlags, changes := 0, 0, 0 // changes: flag points that differ from the one before
+			for sec := 1; sec <= 150; sec++ {
+				got, want := seriesPoints(held.step(time.Second), everything), seriesPoints(all.step(time.Second), everything)
+				for k, p := range got {
+					if !steady(metricOf(k)) {
+						require.Equal(t, want[k], p, "%ds: %s, a series sent every collection", sec, k)
+						continue
+					}
+					require.False(t, p.ended, "%ds: %s ended while its GPU answers", sec, k)
+					last[k] = state{p.value, sec}
+					if isSteadyOutput(metricOf(k)) {
+						heldFlags++
+					}
 				}
-			})
+				for k, p := range want {
+					if !steady(metricOf(k)) {
+						require.Contains(t, got, k, "%ds: %s is not steady, yet missing", sec, k)
+						continue
+					}
+					require.False(t, p.ended, "%ds: %s", sec, k)
+					s, ok := last[k]
+					require.True(t, ok, "%ds: %s was never sent", sec, k)
+					require.Equal(t, p.value, s.value, "%ds: %s's last point (%ds) says %v, every collection says %v", sec, k, s.sent, s.value, p.value)
+					require.LessOrEqual(t, sec-s.sent, 10, "%ds: %s has had no point since %ds", sec, k, s.sent)
+					if !isSteadyOutput(metricOf(k)) {
+						continue
+					}
+					allFlags++
+					if before, ok := previous[k]; ok && before.value != p.value {
+						changes++
+					}
+				}
+				previous = want
+				for k := range got {
+					_, ok := want[k]
+					require.True(t, ok, "%ds: %s is sent only when held back", sec, k)
+				}
+			}
+			require.Positive(t, allFlags)
+			assert.Less(t, heldFlags, allFlags/5, "held back: %d flag points against %d", heldFlags, allFlags)
+			if scenario == "memory-leak" || scenario == "idle" {
+				assert.Positive(t, changes, "the scenario raises a flag")
+			}
+		})
+	}
+}
+
+// metricOf is the metric name in a seriesPoints key.
+func metricOf(key string) string {
+	name := key[strings.LastIndex(key[:strings.LastIndex(key, "{")], " ")+1:]
+	return name[:strings.Index(name, "{")]
+}
+
+// A GPU that a pod comes to hold is a new resource: its flags are all in the collection
+// where the attribution changes, and the unattributed resource's flags end there.
+func TestFlagsAreSentAtOnceForANewHolder(t *testing.T) {
+	pods := &fakePods{}
+	h := newHarnessWithReceiver(t, "dgxh100", "steady-training", receiverEverySecond(), heldFlagsConfig(),
+		func([]string, *fakeClock) sources { return sources{pods: pods} })
+	h.run(25, time.Second) // between two resends (at 1, 11, 21… s)
+	pods.snap = allocateEach(h.src.UUIDs(), h.clock.Now())
+	md := h.step(time.Second)
+	gpu0 := gpuResource(t, md, "0") // the first: end markers come after the batch's own
+	require.Equal(t, "train-0", attrOf(gpu0, "k8s.pod.name"))
+	for _, cause := range []string{"thermal", "power", "other"} {
+		point(t, gpu0, "nvidia.gpu.throttled", "nvidia.gpu.throttle.cause", cause)
+	}
+	point(t, gpu0, "nvidia.gpu.idle_while_allocated")
+	point(t, gpu0, "nvidia.gpu.memory.leak_suspected")
+	ended := 0
+	for k, p := range flagPoints(md) {
+		if p.ended {
+			assert.NotContains(t, k, "k8s.pod.name", "only the unattributed resource's flags end")
+			ended++
 		}
 	}
-	require.Len(t, ended, 1, "the lost GPU's power limit ends once")
-	assert.LessOrEqual(t, ended[0], 15+10, "within 10 s of the GPU's last answer (15 s in)")
-	require.NotEmpty(t, sentAfterReturn)
-	assert.Equal(t, 35, sentAfterReturn[0], "sent again as soon as the GPU answers (35 s in)")
+	assert.Equal(t, 8*2, ended, "each GPU's two unattributed flags end at once")
+}
+
+// nvidia.gpu.throttled is sent every collection: avg_over_time over it (the power-capping
+// alert) counts points, and throttling comes and goes within seconds. At
+// steady_series_interval 0s the window flags are too.
+func TestFlagsNotHeldBack(t *testing.T) {
+	for name, tc := range map[string]struct {
+		cfg     *Config
+		metrics []string
+	}{
+		"throttled":                 {heldFlagsConfig(), []string{"nvidia.gpu.throttled"}},
+		"steady_series_interval 0s": {testConfig(), []string{"nvidia.gpu.idle_while_allocated", "nvidia.gpu.memory.leak_suspected"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			h := newHarnessWithReceiver(t, "dgxh100", "steady-training", receiverEverySecond(), tc.cfg, kubeletOnly)
+			for sec := 1; sec <= 15; sec++ {
+				gpu := gpuResource(t, h.step(time.Second), "0")
+				for _, m := range tc.metrics {
+					point(t, gpu, m)
+				}
+			}
+		})
+	}
+}
+
+// A GPU missing from one of its host's batches (the receiver could not read it at all)
+// has its series ended at once; its flags are all sent again in the next collection that
+// has it.
+func TestFlagsComeBackWithAGPUMissingFromABatch(t *testing.T) {
+	h := newHarnessWithReceiver(t, "dgxh100", "steady-training", receiverEverySecond(), heldFlagsConfig(), kubeletOnly)
+	h.run(25, time.Second) // between two resends (at 1, 11, 21… s)
+	uuid := attrOf(gpuResource(t, h.step(time.Second), "0"), "hw.id")
+
+	h.clock.Step(time.Second)
+	md, err := h.src.Scrape()
+	require.NoError(t, err)
+	md.ResourceMetrics().RemoveIf(func(rm pmetric.ResourceMetrics) bool { return attrOf(rm, "hw.id") == uuid })
+	out, err := h.proc.processMetrics(context.Background(), md)
+	require.NoError(t, err)
+	ended := 0
+	for _, p := range flagPoints(out) {
+		if p.ended {
+			ended++
+		}
+	}
+	assert.Equal(t, 3, ended, "GPU 0's two flags and its pod's leak flag end with its resource")
+
+	gpu0 := gpuResource(t, h.step(time.Second), "0")
+	for _, cause := range []string{"thermal", "power", "other"} {
+		point(t, gpu0, "nvidia.gpu.throttled", "nvidia.gpu.throttle.cause", cause)
+	}
+	point(t, gpu0, "nvidia.gpu.idle_while_allocated")
+	point(t, gpu0, "nvidia.gpu.memory.leak_suspected")
 }

@@ -151,7 +151,7 @@ func energyShares(users []*user, others *user) []float64 {
 // deriveUsers adds one resource per user of the GPU: the GPU's identity plus the user's,
 // with the user's own memory, utilization and energy — never the GPU's values copied to
 // every pod of a shared GPU, never a host process's counted for a pod.
-func (p *gpuEnrichProcessor) deriveUsers(g *gpuView, ts pcommon.Timestamp, out pmetric.ResourceMetricsSlice) {
+func (p *gpuEnrichProcessor) deriveUsers(g *gpuView, ts pcommon.Timestamp, out pmetric.ResourceMetricsSlice, flags *gpuOutputs) {
 	users, others := gpuUsers(g)
 	if len(users) == 0 {
 		if g.hasEnergy && !g.mig {
@@ -176,7 +176,7 @@ func (p *gpuEnrichProcessor) deriveUsers(g *gpuView, ts pcommon.Timestamp, out p
 		}
 		switch u.kind {
 		case tracking.Pod:
-			p.recordPod(g, u, key, ts, joules, hasEnergy)
+			p.recordPod(g, u, key, ts, joules, hasEnergy, flags)
 		case tracking.SlurmJob:
 			p.recordJob(u, ts, joules, hasEnergy)
 		}
@@ -196,7 +196,7 @@ func (p *gpuEnrichProcessor) deriveUsers(g *gpuView, ts pcommon.Timestamp, out p
 	}
 }
 
-func (p *gpuEnrichProcessor) recordPod(g *gpuView, u *user, key tracking.Key, ts pcommon.Timestamp, joules float64, hasEnergy bool) {
+func (p *gpuEnrichProcessor) recordPod(g *gpuView, u *user, key tracking.Key, ts pcommon.Timestamp, joules float64, hasEnergy bool, flags *gpuOutputs) {
 	if u.hasMem {
 		p.mb.RecordNvidiaGpuPodMemoryUsageDataPoint(ts, int64(u.mem))
 	}
@@ -209,7 +209,10 @@ func (p *gpuEnrichProcessor) recordPod(g *gpuView, u *user, key tracking.Key, ts
 	if u.hasMem && g.hasLimit {
 		samples := p.tracker.Observe(key, tracking.Sample{T: ts.AsTime(), Util: u.sm, HasUtil: u.hasSM, Memory: u.mem})
 		p.mb.RecordNvidiaGpuPodMemoryGrowthRateDataPoint(ts, tracking.Slope(tracking.Within(samples, p.cfg.Leak.Window)))
-		p.mb.RecordNvidiaGpuPodMemoryLeakSuspectedDataPoint(ts, asInt(tracking.LeakSuspected(samples, g.memLimit, p.leakRule())))
+		leak := asInt(tracking.LeakSuspected(samples, g.memLimit, p.leakRule()))
+		if flags.send(outputKey{metric: metadata.MetricsInfo.NvidiaGpuPodMemoryLeakSuspected.Name, user: u.owner}, leak) {
+			p.mb.RecordNvidiaGpuPodMemoryLeakSuspectedDataPoint(ts, leak)
+		}
 	}
 }
 

@@ -1,6 +1,10 @@
 package gpureceiver // import "github.com/otelcol-gpu/otelcol-gpu/receiver/gpureceiver"
 
-import "github.com/NVIDIA/go-nvml/pkg/nvml"
+import (
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
+	"github.com/otelcol-gpu/otelcol-gpu/internal/gpuschema"
+)
 
 const (
 	callGetMemoryInfo   = "nvmlDeviceGetMemoryInfo"
@@ -34,7 +38,9 @@ func (r *deviceRead) recordMemory() {
 }
 
 func (r *deviceRead) recordFramebuffer(total, used, free uint64) {
-	r.mb.RecordHwGpuMemoryLimitDataPoint(r.now, int64(total))
+	if r.sendSteady(steadyKey{metric: gpuschema.MetricHwGpuMemoryLimit}, float64(total)) {
+		r.mb.RecordHwGpuMemoryLimitDataPoint(r.now, int64(total))
+	}
 	r.mb.RecordHwGpuMemoryUsageDataPoint(r.now, int64(used))
 	r.mb.RecordNvidiaGpuMemoryFreeDataPoint(r.now, int64(free))
 }

@@ -17,10 +17,11 @@ import (
 var steadyOnH100 = []string{
 	"hw.errors", "nvidia.gpu.memory.remap.failed", "nvidia.gpu.memory.remap.pending",
 	"nvidia.gpu.power.limit", "nvidia.gpu.pcie.replays", "nvidia.gpu.nvlink.errors", "nvidia.gpu.nvlink.state",
+	"hw.gpu.memory.limit",
 }
 
 // alwaysOnH100 are metrics of the default set that every collection carries.
-var alwaysOnH100 = []string{"hw.status", "hw.power", "hw.gpu.utilization", "hw.gpu.memory.limit", "hw.energy", "nvidia.gpu.clock_event.active"}
+var alwaysOnH100 = []string{"hw.status", "hw.power", "hw.gpu.utilization", "hw.gpu.memory.usage", "hw.energy", "nvidia.gpu.clock_event.active"}
 
 // scrapeEvery scrapes n times, the clock stepping by interval before each scrape after
 // the first, and returns each scrape's first GPU.
@@ -129,9 +130,10 @@ func TestSteadySeriesWithoutHwStatusAreSentEveryCollection(t *testing.T) {
 
 func TestTheHeldBackSetIsTheDocumentedOne(t *testing.T) {
 	// The receiver README's "Steady series" list. Adding a metric here means gpu_enrich
-	// stops ending it at once and no longer finds it in every batch: check it reads none.
+	// stops ending it at once and no longer finds it in every batch: check it reads none,
+	// or that it keeps the last one (the framebuffer's size).
 	documented := []string{
-		"hw.errors", "hw.temperature.limit",
+		"hw.errors", "hw.temperature.limit", "hw.gpu.memory.limit",
 		"nvidia.gpu.memory.remap.failed", "nvidia.gpu.memory.remap.pending", "nvidia.gpu.memory.remapped_rows",
 		"nvidia.gpu.memory.retired_pages", "nvidia.gpu.memory.retired_pages.pending",
 		"nvidia.gpu.power.limit", "nvidia.gpu.power.limit.board", "nvidia.gpu.clock.frequency.max",
@@ -147,5 +149,5 @@ func TestTheHeldBackSetIsTheDocumentedOne(t *testing.T) {
 	}
 	assert.ElementsMatch(t, documented, got)
 	assert.False(t, gpuschema.IsSteady("hw.status"), "hw.status keeps a GPU's resource in every collection")
-	assert.False(t, gpuschema.IsSteady("hw.gpu.memory.limit"), "gpu_enrich reads the limit from every batch")
+	assert.False(t, gpuschema.IsSteady("hw.gpu.memory.usage"), "gpu_enrich reads the usage from every batch")
 }

@@ -6,8 +6,9 @@
 // which remote_write, prometheus_remote_write (and Prometheus's own OTLP endpoint) turn into a
 // Prometheus stale marker, so the series ends within one collection interval.
 //
-// A steady series (the gpu receiver's error counters, limits and link state: a
-// predicate the caller gives) may skip batches while its value does not change; it ends
+// A steady series (the gpu receiver's error counters, limits and link state, gpu_enrich's
+// window flags: a predicate the caller gives) may skip batches while its value does not
+// change; it ends
 // once it has gone a grace period without a point while its resource is still there, and
 // at once when its resource is gone.
 package staleness // import "github.com/otelcol-gpu/otelcol-gpu/processor/gpuenrichprocessor/internal/staleness"
