@@ -3,6 +3,7 @@ package gpureceiver // import "github.com/otelcol-gpu/otelcol-gpu/receiver/gpure
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -43,6 +44,8 @@ type Config struct {
 	HostName string `mapstructure:"host_name"`
 	// Profiling selects what nvidia.gpu.profiling.activity reports.
 	Profiling ProfilingConfig `mapstructure:"profiling"`
+	// Processes selects what nvidia.gpu.process.utilization reports.
+	Processes ProcessesConfig `mapstructure:"processes"`
 	// SteadySeriesInterval is how often a steady series (error counters, limits, link
 	// state: gpuschema.IsSteady) whose value did not change is sent again; a changed
 	// value is sent at once. At collection intervals of this or longer every collection
@@ -64,6 +67,18 @@ type ProfilingConfig struct {
 // (dcgm-exporter's default profiling set minus graphics_active, which hw.gpu.utilization
 // carries); the full overlay adds the rest.
 var defaultActivities = []string{"sm_active", "tensor_active", "dram_active"}
+
+// ProcessesConfig selects the engines whose per-process busy share is reported, each one
+// series per process.
+type ProcessesConfig struct {
+	// Engines are values of nvidia.gpu.engine: sm, memory, encoder, decoder. An encoder or
+	// decoder is reported only where the GPU's own hw.gpu.utilization has that engine.
+	Engines []string `mapstructure:"engines"`
+}
+
+// defaultProcessEngines: the SM share is what tells a shared GPU's users apart, and what
+// gpu_enrich splits a GPU's energy and utilization by; the full overlay adds the rest.
+var defaultProcessEngines = []string{"sm"}
 
 // NVMLConfig configures how the NVML library is loaded.
 type NVMLConfig struct {
@@ -110,6 +125,7 @@ func (cfg *Config) Validate() error {
 	}
 	errs = append(errs, validateDeviceFilter(cfg.IncludeDevices)...)
 	errs = append(errs, cfg.Profiling.validate()...)
+	errs = append(errs, cfg.Processes.validate()...)
 	if cfg.SteadySeriesInterval < 0 || cfg.SteadySeriesInterval > gpuschema.SteadyResendMax {
 		errs = append(errs, fmt.Errorf("steady_series_interval: must be between 0s (every collection) and %s (gpu_enrich ends a steady series after %s without a point), got %s",
 			gpuschema.SteadyResendMax, gpuschema.SteadyResendMax, cfg.SteadySeriesInterval))
@@ -158,6 +174,27 @@ func (c ProfilingConfig) validate() []error {
 			errs = append(errs, fmt.Errorf("%s: %q is listed twice", field, a))
 		}
 		seen[a] = true
+	}
+	return errs
+}
+
+func (c ProcessesConfig) validate() []error {
+	var errs []error
+	if len(c.Engines) == 0 {
+		errs = append(errs, errors.New("processes.engines: must list at least one engine (turn nvidia.gpu.process.utilization off instead)"))
+	}
+	seen := map[string]bool{}
+	for i, e := range c.Engines {
+		field := fmt.Sprintf("processes.engines[%d]", i)
+		if _, ok := metadata.MapAttributeNvidiaGpuEngine[e]; !ok {
+			names := slices.Sorted(maps.Keys(metadata.MapAttributeNvidiaGpuEngine))
+			errs = append(errs, fmt.Errorf("%s: must be one of %s, got %q", field, strings.Join(names, ", "), e))
+			continue
+		}
+		if seen[e] {
+			errs = append(errs, fmt.Errorf("%s: %q is listed twice", field, e))
+		}
+		seen[e] = true
 	}
 	return errs
 }

@@ -46,6 +46,7 @@ func TestConfigFullySet(t *testing.T) {
 	assert.False(t, cfg.Metrics.NvidiaGpuPcieReplays.Enabled)
 	assert.Equal(t, []metadata.NvidiaGpuNvlinkIoMetricAttributeKey{"nvidia.gpu.nvlink.link", "network.io.direction"}, cfg.Metrics.NvidiaGpuNvlinkIo.EnabledAttributes)
 	assert.Equal(t, []string{"sm_active", "fp64_active"}, cfg.Profiling.Activities)
+	assert.Equal(t, []string{"sm", "decoder"}, cfg.Processes.Engines)
 }
 
 func TestConfigErrorsNameTheField(t *testing.T) {
@@ -67,6 +68,9 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		"not_a_duration":          "collection_interval",
 		"bad_activity":            "profiling.activities[1]",
 		"duplicate_activity":      "profiling.activities[2]",
+		"bad_engine":              "processes.engines[1]",
+		"duplicate_engine":        "processes.engines[2]",
+		"no_engines":              "processes.engines",
 		"unknown_attribute":       "nvidia.gpu.nvlink.lane",
 		"steady_over_max":         "steady_series_interval",
 		"negative_steady":         "steady_series_interval",

@@ -27,6 +27,8 @@ type readDeps struct {
 	gpm  *nvmlGPM
 	// activities are the profiling activities to report.
 	activities []gpmActivity
+	// processEngines are the engines whose per-process share is reported.
+	processEngines engineSelection
 	// hostName goes on every resource.
 	hostName string
 	// procNames names GPU processes.
@@ -56,9 +58,10 @@ type deviceRead struct {
 		read, ok bool
 		value    nvml.Utilization
 	}
-	// engines says which video engines this collection found on the GPU (recordUtilization);
-	// known is false when it did not look (hw.gpu.utilization off, MIG mode).
-	engines struct{ known, encoder, decoder bool }
+	// gpuEngines says which video engines this collection found on the GPU
+	// (recordUtilization); known is false when it did not look (hw.gpu.utilization off,
+	// MIG mode).
+	gpuEngines struct{ known, encoder, decoder bool }
 }
 
 func newDeviceRead(deps readDeps, lib nvml.Interface, d *gpuDevice, now pcommon.Timestamp) *deviceRead {

@@ -73,6 +73,7 @@ func createDefaultConfig() component.Config {
 		},
 		Simulated: SimulatedConfig{System: "dgxh100", Scenario: "steady-training", Seed: 1},
 		Profiling: ProfilingConfig{Activities: slices.Clone(defaultActivities)},
+		Processes: ProcessesConfig{Engines: slices.Clone(defaultProcessEngines)},
 		// Sub-10 s collection intervals send what changes fast at full rate and the steady
 		// series at the shipped default's 10 s, a quarter of the samples at 1 s.
 		SteadySeriesInterval: gpuschema.SteadyResendMax,

@@ -1,6 +1,8 @@
 package gpureceiver // import "github.com/otelcol-gpu/otelcol-gpu/receiver/gpureceiver"
 
 import (
+	"slices"
+
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 
@@ -119,17 +121,7 @@ func (r *deviceRead) recordProcesses(migs map[uint32]*migInstance) {
 			r.mb.RecordNvidiaGpuProcessMemoryUsageDataPoint(r.now, int64(p.memory))
 		}
 		if u := utils[p.pid]; u != nil && u.n > 0 {
-			n := float64(u.n) * percent
-			r.mb.RecordNvidiaGpuProcessUtilizationDataPoint(r.now, u.sm/n, metadata.AttributeNvidiaGpuEngineSm)
-			r.mb.RecordNvidiaGpuProcessUtilizationDataPoint(r.now, u.mem/n, metadata.AttributeNvidiaGpuEngineMemory)
-			// NVML answers 0 for an engine the GPU lacks (NVENC on A100/H100/B200): a
-			// process's share of it is reported where the GPU's own is.
-			if !r.engines.known || r.engines.encoder {
-				r.mb.RecordNvidiaGpuProcessUtilizationDataPoint(r.now, u.enc/n, metadata.AttributeNvidiaGpuEngineEncoder)
-			}
-			if !r.engines.known || r.engines.decoder {
-				r.mb.RecordNvidiaGpuProcessUtilizationDataPoint(r.now, u.dec/n, metadata.AttributeNvidiaGpuEngineDecoder)
-			}
+			r.recordProcessUtilization(u)
 		}
 		subject := resourceSubject{process: true, pid: p.pid, name: r.procNames.lookup(r.lib, p.pid), graphics: p.graphics}
 		if mi := migs[p.gpuInstance]; p.gpuInstance != noInstance && mi != nil {
@@ -168,4 +160,37 @@ func (c *processNames) lookup(lib nvml.Interface, pid uint32) string {
 		}
 		return ""
 	})
+}
+
+// engineSelection are the engines processes.engines selects.
+type engineSelection struct{ sm, memory, encoder, decoder bool }
+
+func selectedProcessEngines(names []string) engineSelection {
+	return engineSelection{
+		sm:      slices.Contains(names, metadata.AttributeNvidiaGpuEngineSm.String()),
+		memory:  slices.Contains(names, metadata.AttributeNvidiaGpuEngineMemory.String()),
+		encoder: slices.Contains(names, metadata.AttributeNvidiaGpuEngineEncoder.String()),
+		decoder: slices.Contains(names, metadata.AttributeNvidiaGpuEngineDecoder.String()),
+	}
+}
+
+// recordProcessUtilization reports a process's share of each selected engine over the
+// interval. NVML answers 0 for an engine the GPU lacks (NVENC on A100, H100, H200, B200):
+// an encoder or decoder share is reported only where the GPU's own is (recordUtilization),
+// or where the receiver did not read the GPU's.
+func (r *deviceRead) recordProcessUtilization(u *processUtil) {
+	n := float64(u.n) * percent
+	sel := r.processEngines
+	if sel.sm {
+		r.mb.RecordNvidiaGpuProcessUtilizationDataPoint(r.now, u.sm/n, metadata.AttributeNvidiaGpuEngineSm)
+	}
+	if sel.memory {
+		r.mb.RecordNvidiaGpuProcessUtilizationDataPoint(r.now, u.mem/n, metadata.AttributeNvidiaGpuEngineMemory)
+	}
+	if sel.encoder && (!r.gpuEngines.known || r.gpuEngines.encoder) {
+		r.mb.RecordNvidiaGpuProcessUtilizationDataPoint(r.now, u.enc/n, metadata.AttributeNvidiaGpuEngineEncoder)
+	}
+	if sel.decoder && (!r.gpuEngines.known || r.gpuEngines.decoder) {
+		r.mb.RecordNvidiaGpuProcessUtilizationDataPoint(r.now, u.dec/n, metadata.AttributeNvidiaGpuEngineDecoder)
+	}
 }

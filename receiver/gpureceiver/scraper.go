@@ -26,16 +26,17 @@ type gpuScraper struct {
 	session *nvmlclient.Session
 	mb      *metadata.MetricsBuilder
 
-	host         component.Host
-	hostName     string
-	hostResource pcommon.Resource
-	devices      []*gpuDevice
-	xids         *xidWatcher
-	gpm          *nvmlGPM
-	activities   []gpmActivity
-	procNames    *processNames
-	steady       steadyPolicy
-	lastReinit   time.Time
+	host           component.Host
+	hostName       string
+	hostResource   pcommon.Resource
+	devices        []*gpuDevice
+	xids           *xidWatcher
+	gpm            *nvmlGPM
+	activities     []gpmActivity
+	processEngines engineSelection
+	procNames      *processNames
+	steady         steadyPolicy
+	lastReinit     time.Time
 	// nvmlDown remembers the last reported state so that logs and component status change
 	// only when the state does, not on every scrape.
 	nvmlDown     bool
@@ -51,11 +52,12 @@ func newGPUScraper(cfg *Config, set receiver.Settings, lib nvml.Interface, now f
 			Initial: cfg.NVML.InitRetry.InitialInterval,
 			Max:     cfg.NVML.InitRetry.MaxInterval,
 		}),
-		mb:         metadata.NewMetricsBuilder(cfg.MetricsBuilderConfig, set, metadata.WithStartTime(pcommon.NewTimestampFromTime(now()))),
-		gpm:        newNVMLGPM(lib, newGPMRequest(&cfg.Metrics, cfg.Profiling.Activities)),
-		activities: selectedActivities(cfg.Profiling.Activities),
-		procNames:  newProcessNames(),
-		steady:     newSteadyPolicy(cfg),
+		mb:             metadata.NewMetricsBuilder(cfg.MetricsBuilderConfig, set, metadata.WithStartTime(pcommon.NewTimestampFromTime(now()))),
+		gpm:            newNVMLGPM(lib, newGPMRequest(&cfg.Metrics, cfg.Profiling.Activities)),
+		activities:     selectedActivities(cfg.Profiling.Activities),
+		processEngines: selectedProcessEngines(cfg.Processes.Engines),
+		procNames:      newProcessNames(),
+		steady:         newSteadyPolicy(cfg),
 	}
 }
 
@@ -130,17 +132,18 @@ func (s *gpuScraper) scrape(context.Context) (pmetric.Metrics, error) {
 // readDeps hands a GPU read what it needs of the scraper.
 func (s *gpuScraper) readDeps() readDeps {
 	return readDeps{
-		logger:     s.logger,
-		clock:      s.now,
-		metrics:    &s.cfg.Metrics,
-		mb:         s.mb,
-		symbols:    s.session,
-		xids:       s.xids,
-		gpm:        s.gpm,
-		activities: s.activities,
-		hostName:   s.hostName,
-		procNames:  s.procNames,
-		steady:     s.steady,
+		logger:         s.logger,
+		clock:          s.now,
+		metrics:        &s.cfg.Metrics,
+		mb:             s.mb,
+		symbols:        s.session,
+		xids:           s.xids,
+		gpm:            s.gpm,
+		activities:     s.activities,
+		processEngines: s.processEngines,
+		hostName:       s.hostName,
+		procNames:      s.procNames,
+		steady:         s.steady,
 
 		migModeAttribute: s.cfg.ResourceAttributes.NvidiaGpuMigEnabled.Enabled,
 	}

@@ -273,11 +273,12 @@ func TestProfilingOnHopperNotOnAmpere(t *testing.T) {
 	}
 }
 
-// NVML's per-process samples carry an encoder share even where the GPU has no NVENC
-// (A100, H100, H200, B200): a process's engine is reported where the GPU's own
-// hw.gpu.utilization for it is. Where the receiver did not read the GPU's engines
-// (hw.gpu.utilization off) every engine NVML answers for is reported.
-func TestProcessEnginesAreTheGPUs(t *testing.T) {
+// A process reports its SM share by default (processes.engines); the other engines are
+// opt-in. NVML's per-process samples carry an encoder share even where the GPU has no
+// NVENC (A100, H100, H200, B200): a process's engine is reported where the GPU's own
+// hw.gpu.utilization for it is, or where the receiver did not read the GPU's engines
+// (hw.gpu.utilization off).
+func TestProcessEngines(t *testing.T) {
 	engines := func(cfg *Config) (gpu, process []string) {
 		s, _, res := scrapeWith(t, cfg, "dgxh100", "shared-gpu", 30*time.Second)
 		require.NoError(t, res.err)
@@ -297,13 +298,17 @@ func TestProcessEnginesAreTheGPUs(t *testing.T) {
 		}
 		return gpu, process
 	}
-	gpu, process := engines(testConfig())
+	_, process := engines(testConfig())
+	assert.Equal(t, []string{"sm"}, process, "by default")
+
+	all := testConfig()
+	all.Processes.Engines = []string{"sm", "memory", "encoder", "decoder"}
+	gpu, process := engines(all)
 	assert.ElementsMatch(t, []string{"general", "decoder"}, gpu, "an H100 has NVDEC, no NVENC")
 	assert.ElementsMatch(t, []string{"sm", "memory", "decoder"}, process)
 
-	cfg := testConfig()
-	cfg.Metrics.HwGpuUtilization.Enabled = false
-	gpu, process = engines(cfg)
+	all.Metrics.HwGpuUtilization.Enabled = false
+	gpu, process = engines(all)
 	assert.Empty(t, gpu)
 	assert.ElementsMatch(t, []string{"sm", "memory", "encoder", "decoder"}, process)
 }

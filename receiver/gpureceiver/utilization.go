@@ -68,7 +68,7 @@ func (r *deviceRead) recordUtilization() {
 	if hasDec {
 		r.mb.RecordHwGpuUtilizationDataPoint(r.now, dec, metadata.AttributeHwGpuTaskDecoder)
 	}
-	r.engines.known, r.engines.encoder, r.engines.decoder = true, hasEnc, hasDec
+	r.gpuEngines.known, r.gpuEngines.encoder, r.gpuEngines.decoder = true, hasEnc, hasDec
 }
 
 // gpuUtilization is the GPU's busy share 0–1: GPM's graphics activity, else the samples,

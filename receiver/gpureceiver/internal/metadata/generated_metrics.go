@@ -3273,7 +3273,7 @@ type metricNvidiaGpuProcessUtilization struct {
 // init fills nvidia.gpu.process.utilization metric with initial data.
 func (m *metricNvidiaGpuProcessUtilization) init() {
 	m.data.SetName("nvidia.gpu.process.utilization")
-	m.data.SetDescription("Share of the interval the process kept each engine busy (nvmlDeviceGetProcessUtilization; not available under MIG). An encoder or decoder is reported where the GPU's own hw.gpu.utilization for it is (NVML answers 0 for engines the GPU lacks).")
+	m.data.SetDescription("Share of the interval the process kept each engine busy (nvmlDeviceGetProcessUtilization; not available under MIG). The engines are the receiver's processes.engines (the SMs by default); an encoder or decoder is reported where the GPU's own hw.gpu.utilization for it is (NVML answers 0 for engines the GPU lacks).")
 	m.data.SetUnit("1")
 	m.data.SetEmptyGauge()
 	m.data.Gauge().DataPoints().EnsureCapacity(m.capacity)

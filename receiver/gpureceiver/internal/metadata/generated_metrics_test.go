@@ -1369,7 +1369,7 @@ func TestMetricsBuilder(t *testing.T) {
 						validatedMetrics["nvidia.gpu.process.utilization"] = true
 						assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
 						assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
-						assert.Equal(t, "Share of the interval the process kept each engine busy (nvmlDeviceGetProcessUtilization; not available under MIG). An encoder or decoder is reported where the GPU's own hw.gpu.utilization for it is (NVML answers 0 for engines the GPU lacks).", mi.Description())
+						assert.Equal(t, "Share of the interval the process kept each engine busy (nvmlDeviceGetProcessUtilization; not available under MIG). The engines are the receiver's processes.engines (the SMs by default); an encoder or decoder is reported where the GPU's own hw.gpu.utilization for it is (NVML answers 0 for engines the GPU lacks).", mi.Description())
 						assert.Equal(t, "1", mi.Unit())
 						dp := mi.Gauge().DataPoints().At(0)
 						assert.Equal(t, start, dp.StartTimestamp())
@@ -1384,7 +1384,7 @@ func TestMetricsBuilder(t *testing.T) {
 						validatedMetrics["nvidia.gpu.process.utilization"] = true
 						assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
 						assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
-						assert.Equal(t, "Share of the interval the process kept each engine busy (nvmlDeviceGetProcessUtilization; not available under MIG). An encoder or decoder is reported where the GPU's own hw.gpu.utilization for it is (NVML answers 0 for engines the GPU lacks).", mi.Description())
+						assert.Equal(t, "Share of the interval the process kept each engine busy (nvmlDeviceGetProcessUtilization; not available under MIG). The engines are the receiver's processes.engines (the SMs by default); an encoder or decoder is reported where the GPU's own hw.gpu.utilization for it is (NVML answers 0 for engines the GPU lacks).", mi.Description())
 						assert.Equal(t, "1", mi.Unit())
 						dp := mi.Gauge().DataPoints().At(0)
 						assert.Equal(t, start, dp.StartTimestamp())
