@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/collector/processor/processortest"
 
 	"github.com/otelcol-gpu/otelcol-gpu/processor/gpuenrichprocessor/internal/metadata"
+	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpureceiver"
 )
 
 // BenchmarkProcessBatch measures gpu_enrich over one batch: a DGX H100's scrape (8 GPUs,
@@ -29,7 +30,11 @@ func BenchmarkProcessBatch(b *testing.B) {
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			clock := newFakeClock()
-			src, err := newSimulatedSource("dgxh100", c.scenario, clock.Now, nil)
+			var rcfg *gpureceiver.Config // the receiver's defaults
+			if c.interval < 10*time.Second {
+				rcfg = receiverEverySecond() // which holds back steady series at 1 s
+			}
+			src, err := newSimulatedSource("dgxh100", c.scenario, clock.Now, rcfg)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -37,6 +42,7 @@ func BenchmarkProcessBatch(b *testing.B) {
 			cfg := testConfig()
 			shipped := createDefaultConfig().(*Config)
 			cfg.Idle.Window, cfg.Leak.Window = shipped.Idle.Window, shipped.Leak.Window
+			cfg.SteadySeriesInterval = shipped.SteadySeriesInterval
 			p := newProcessor(cfg, processortest.NewNopSettings(metadata.Type), clock.Now, sharedSources(src.UUIDs(), clock))
 			batch := func() {
 				clock.Step(c.interval)
