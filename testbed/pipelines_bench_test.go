@@ -264,85 +264,180 @@ func benchSizes(t *testing.T) ([]int, []time.Duration) {
 
 func TestPipelinesSideBySide(t *testing.T) {
 	warm, window := benchEnv("BENCH_WARMUP", 15*time.Second), benchEnv("BENCH_WINDOW", 60*time.Second)
+	rounds := 1
+	if v, err := strconv.Atoi(os.Getenv("BENCH_ROUNDS")); err == nil && v > 0 {
+		rounds = v
+	}
 	promBin := prom.Binary(t)
 	gpuCounts, intervals := benchSizes(t)
 	var table strings.Builder
 	fmt.Fprintf(&table, "\n| GPUs | interval | path | series/GPU | samples/s | CPU ms per 1000 samples | CPU ms per GPU-minute | peak RSS MiB |\n|---|---|---|---|---|---|---|---|\n")
+	if rounds > 1 {
+		fmt.Fprintf(&table, "| | | medians of %d rounds, each running every path in turn | | | | | |\n", rounds)
+	}
+	const (
+		native  = "a) native"
+		contrib = "a''') native, contrib's prometheus_remote_write"
+		otlp    = "a'') native, OTLP into Prometheus 3"
+		wal     = "a') native + WAL overlay"
+	)
 	for _, gpus := range gpuCounts {
 		for _, interval := range intervals {
-			costs, perMinute := map[string]float64{}, map[string]float64{}
-			run := func(path string, p *prom.Server, m measurement) {
-				perK := m.cpu * 1000 / max(m.samples, 1) * 1000
-				perGPUMinute := m.cpu * 1000 / float64(gpus) / window.Minutes()
-				costs[path], perMinute[path] = perK, perGPUMinute
-				fmt.Fprintf(&table, "| %d | %s | %s | %d | %.0f | %.2f | %.1f | %d |\n", gpus, interval, path,
-					seriesIn(t, p)/gpus, m.samples/window.Seconds(), perK, perGPUMinute, m.peakRSS>>20)
-			}
+			// Each round runs every path once, in turn, so that a drift of the machine's
+			// speed during the run weighs on every path alike.
+			results := newPathResults(gpus, window)
+			nativePerGPU := 0
+			for round := range rounds {
+				p := prom.Start(t, "")
+				agent := startNative(t, p, gpus, interval)
+				nativeRun := measure(t, p, agent, warm, window)
+				results.add(t, native, p, nativeRun)
+				agent.Stop(10 * time.Second)
+				if round == 0 {
+					// The samples a GPU sends per collection: fewer than its series at
+					// intervals under 10 s, where steady series are sent on change and
+					// every 10 s.
+					nativePerGPU = int(math.Round(nativeRun.samples / window.Seconds() * interval.Seconds() / float64(gpus)))
+				}
+				p.Stop()
+				if os.Getenv("BENCH_NATIVE_ONLY") != "" {
+					continue // measuring a variation of the native agent (BENCH_NATIVE_ENV, BENCH_AGENT_SETS)
+				}
 
-			p := prom.Start(t, "")
-			native := startNative(t, p, gpus, interval)
-			nativeRun := measure(t, p, native, warm, window)
-			run("a) native", p, nativeRun)
-			native.Stop(10 * time.Second)
-			// The samples a GPU sends per collection: fewer than its series at intervals
-			// under 10 s, where steady series are sent on change and every 10 s.
-			nativePerGPU := int(math.Round(nativeRun.samples / window.Seconds() * interval.Seconds() / float64(gpus)))
-			p.Stop()
-			if os.Getenv("BENCH_NATIVE_ONLY") != "" {
-				continue // measuring a variation of the native agent (BENCH_NATIVE_ENV, BENCH_AGENT_SETS)
-			}
-
-			// The same agent with contrib's remote-write exporter instead of remote_write
-			// (what the WAL overlay runs, without the WAL).
-			p = prom.Start(t, "")
-			viaContrib := startNative(t, p, gpus, interval, "testbed/testdata/contrib-remote-write.yaml")
-			run("a''') native, contrib's prometheus_remote_write", p, measure(t, p, viaContrib, warm, window))
-			viaContrib.Stop(10 * time.Second)
-			p.Stop()
-
-			// The same agent with native OTLP into Prometheus 3 instead of remote-write.
-			p = startPrometheusOTLP(t)
-			viaOTLP := startNative(t, p, gpus, interval, "deploy/config-overlays/prometheus-otlp.yaml")
-			run("a'') native, OTLP into Prometheus 3", p, measure(t, p, viaOTLP, warm, window))
-			viaOTLP.Stop(10 * time.Second)
-			p.Stop()
-
-			// The opt-in WAL overlay, to show what durability across a SIGKILL costs.
-			p = prom.Start(t, "")
-			withWAL := startNative(t, p, gpus, interval, "deploy/config-overlays/remote-write-wal.yaml")
-			run("a') native + WAL overlay", p, measure(t, p, withWAL, warm, window))
-			withWAL.Stop(10 * time.Second)
-			p.Stop()
-
-			for _, size := range []struct {
-				label  string
-				perGPU int
-			}{{"21 default fields", len(dcgmFields)}, {"same volume", nativePerGPU}} {
-				targets := dcgmExpositions(t, gpus, size.perGPU)
+				// The same agent with contrib's remote-write exporter instead of remote_write
+				// (what the WAL overlay runs, without the WAL).
 				p = prom.Start(t, "")
-				agentCfg := filepath.Join(t.TempDir(), "agent.yml")
-				_ = os.WriteFile(agentCfg, []byte(fmt.Sprintf("global: {scrape_interval: %s}\nscrape_configs:\n  - job_name: dcgm-exporter\n    static_configs: [{targets: %s}]\nremote_write:\n  - url: %s\n", interval, yamlTargets(targets), p.RemoteWriteURL())), 0o600)
-				agent := proc.Start(t, "prometheus-agent", nil, promBin, prom.AgentModeFlag(t), "--config.file="+agentCfg,
-					"--storage.agent.path="+t.TempDir(), fmt.Sprintf("--web.listen-address=127.0.0.1:%d", proc.FreePort(t)))
-				run("b) dcgm ("+size.label+") + Prometheus agent", p, measure(t, p, agent, warm, window))
+				agent = startNative(t, p, gpus, interval, "testbed/testdata/contrib-remote-write.yaml")
+				results.add(t, contrib, p, measure(t, p, agent, warm, window))
 				agent.Stop(10 * time.Second)
 				p.Stop()
 
-				p = prom.Start(t, "")
-				scraper := startScrapeCollector(t, "collector-scrape", scrapeConfig(t, targets, interval, p.RemoteWriteURL()))
-				run("c) dcgm ("+size.label+") + collector prometheus receiver", p, measure(t, p, scraper, warm, window))
-				scraper.Stop(10 * time.Second)
+				// The same agent with native OTLP into Prometheus 3 instead of remote-write.
+				p = startPrometheusOTLP(t)
+				agent = startNative(t, p, gpus, interval, "deploy/config-overlays/prometheus-otlp.yaml")
+				results.add(t, otlp, p, measure(t, p, agent, warm, window))
+				agent.Stop(10 * time.Second)
 				p.Stop()
 
-				b, c := "b) dcgm ("+size.label+") + Prometheus agent", "c) dcgm ("+size.label+") + collector prometheus receiver"
-				otlp, contrib := "a'') native, OTLP into Prometheus 3", "a''') native, contrib's prometheus_remote_write"
+				// The opt-in WAL overlay, to show what durability across a SIGKILL costs.
+				p = prom.Start(t, "")
+				agent = startNative(t, p, gpus, interval, "deploy/config-overlays/remote-write-wal.yaml")
+				results.add(t, wal, p, measure(t, p, agent, warm, window))
+				agent.Stop(10 * time.Second)
+				p.Stop()
+
+				for _, size := range benchExpositionSizes(nativePerGPU) {
+					targets := dcgmExpositions(t, gpus, size.perGPU)
+					p = prom.Start(t, "")
+					agentCfg := filepath.Join(t.TempDir(), "agent.yml")
+					_ = os.WriteFile(agentCfg, []byte(fmt.Sprintf("global: {scrape_interval: %s}\nscrape_configs:\n  - job_name: dcgm-exporter\n    static_configs: [{targets: %s}]\nremote_write:\n  - url: %s\n", interval, yamlTargets(targets), p.RemoteWriteURL())), 0o600)
+					promAgent := proc.Start(t, "prometheus-agent", nil, promBin, prom.AgentModeFlag(t), "--config.file="+agentCfg,
+						"--storage.agent.path="+t.TempDir(), fmt.Sprintf("--web.listen-address=127.0.0.1:%d", proc.FreePort(t)))
+					results.add(t, size.agentPath(), p, measure(t, p, promAgent, warm, window))
+					promAgent.Stop(10 * time.Second)
+					p.Stop()
+
+					p = prom.Start(t, "")
+					scraper := startScrapeCollector(t, "collector-scrape", scrapeConfig(t, targets, interval, p.RemoteWriteURL()))
+					results.add(t, size.collectorPath(), p, measure(t, p, scraper, warm, window))
+					scraper.Stop(10 * time.Second)
+					p.Stop()
+				}
+			}
+			results.write(&table, interval)
+			if os.Getenv("BENCH_NATIVE_ONLY") != "" {
+				continue
+			}
+			costs, perMinute := results.median(results.perK), results.median(results.perGPUMinute)
+			for _, size := range benchExpositionSizes(nativePerGPU) {
+				b, c := size.agentPath(), size.collectorPath()
 				fmt.Fprintf(&table, "| %d | %s | ratio a/b, a/c, a''/b, a'''/b (%s) | | | %.2f, %.2f, %.2f, %.2f | %.2f, %.2f, %.2f, %.2f | |\n", gpus, interval, size.label,
-					costs["a) native"]/costs[b], costs["a) native"]/costs[c], costs[otlp]/costs[b], costs[contrib]/costs[b],
-					perMinute["a) native"]/perMinute[b], perMinute["a) native"]/perMinute[c], perMinute[otlp]/perMinute[b], perMinute[contrib]/perMinute[b])
+					costs[native]/costs[b], costs[native]/costs[c], costs[otlp]/costs[b], costs[contrib]/costs[b],
+					perMinute[native]/perMinute[b], perMinute[native]/perMinute[c], perMinute[otlp]/perMinute[b], perMinute[contrib]/perMinute[b])
 			}
 		}
 	}
 	t.Log(table.String())
+}
+
+// expositionSize is one of the two dcgm-exporter expositions paths b and c scrape.
+type expositionSize struct {
+	label  string
+	perGPU int
+}
+
+func (s expositionSize) agentPath() string { return "b) dcgm (" + s.label + ") + Prometheus agent" }
+
+func (s expositionSize) collectorPath() string {
+	return "c) dcgm (" + s.label + ") + collector prometheus receiver"
+}
+
+// benchExpositionSizes: dcgm-exporter's default fields, and an exposition padded to the
+// samples per GPU per collection the native agent sends.
+func benchExpositionSizes(nativePerGPU int) []expositionSize {
+	return []expositionSize{{"21 default fields", len(dcgmFields)}, {"same volume", nativePerGPU}}
+}
+
+// pathResults are each path's measurements over the rounds of one table size.
+type pathResults struct {
+	gpus   int
+	window time.Duration
+	order  []string
+	series map[string]int
+	runs   map[string][]measurement
+}
+
+func newPathResults(gpus int, window time.Duration) *pathResults {
+	return &pathResults{gpus: gpus, window: window, series: map[string]int{}, runs: map[string][]measurement{}}
+}
+
+// add records one round of a path, and the series per GPU its Prometheus received.
+func (r *pathResults) add(t *testing.T, path string, p *prom.Server, m measurement) {
+	if _, seen := r.runs[path]; !seen {
+		r.order = append(r.order, path)
+	}
+	r.series[path] = seriesIn(t, p) / r.gpus
+	r.runs[path] = append(r.runs[path], m)
+	t.Logf("%d GPUs, %s, round %d: %.1f ms per GPU-minute, %.0f samples/s", r.gpus, path, len(r.runs[path]), r.perGPUMinute(m), r.samplesPerSecond(m))
+}
+
+func (r *pathResults) perK(m measurement) float64 { return m.cpu * 1000 / max(m.samples, 1) * 1000 }
+
+func (r *pathResults) perGPUMinute(m measurement) float64 {
+	return m.cpu * 1000 / float64(r.gpus) / r.window.Minutes()
+}
+
+func (r *pathResults) samplesPerSecond(m measurement) float64 { return m.samples / r.window.Seconds() }
+
+// median is each path's median of f over its rounds.
+func (r *pathResults) median(f func(measurement) float64) map[string]float64 {
+	out := map[string]float64{}
+	for path, runs := range r.runs {
+		vs := make([]float64, len(runs))
+		for i, m := range runs {
+			vs[i] = f(m)
+		}
+		sort.Float64s(vs)
+		if n := len(vs); n%2 == 1 {
+			out[path] = vs[n/2]
+		} else {
+			out[path] = (vs[n/2-1] + vs[n/2]) / 2
+		}
+	}
+	return out
+}
+
+// write adds a row per path: its medians, and the highest peak RSS of its rounds.
+func (r *pathResults) write(table *strings.Builder, interval time.Duration) {
+	samples, perK, perMinute := r.median(r.samplesPerSecond), r.median(r.perK), r.median(r.perGPUMinute)
+	for _, path := range r.order {
+		var peak int64
+		for _, m := range r.runs[path] {
+			peak = max(peak, m.peakRSS)
+		}
+		fmt.Fprintf(table, "| %d | %s | %s | %d | %.0f | %.2f | %.1f | %d |\n", r.gpus, interval, path,
+			r.series[path], samples[path], perK[path], perMinute[path], peak>>20)
+	}
 }
 
 // TestFreshness measures, for the native path at a 1 s interval with the shipped agent
