@@ -12,17 +12,19 @@ const SteadyResendMax = 10 * time.Second
 // IsSteady reports whether the receiver's metric changes rarely enough that, at short
 // collection intervals, an unchanged point is held back until its value changes or
 // SteadyResendMax passes: error counters, limits and link state. The framebuffer's size
-// (hw.gpu.memory.limit) is one: gpu_enrich keeps each GPU's last one for its ratios. Left
-// out: every other metric gpu_enrich reads from each batch (memory usage, utilization,
-// energy, clock events, profiling), and hw.status, which is in every collection of every
-// GPU, lost ones too, so that a GPU's resource is never made of held-back series alone.
+// (hw.gpu.memory.limit) and the clock-event reasons (nvidia.gpu.clock_event.active, a
+// quarter of a GPU's points at 1 s, sent as one group) are too: gpu_enrich keeps each
+// GPU's last ones for its ratios and throttle flags. Left out: every other metric gpu_enrich
+// reads from each batch (memory usage, utilization, energy, profiling), and hw.status,
+// which is in every collection of every GPU, lost ones too, so that a GPU's resource is
+// never made of held-back series alone.
 func IsSteady(metric string) bool {
 	switch metric {
 	case MetricHwErrors, MetricHwTemperatureLimit, MetricHwGpuMemoryLimit,
 		MetricNvidiaGpuMemoryRemapFailed, MetricNvidiaGpuMemoryRemapPending, MetricNvidiaGpuMemoryRemappedRows,
 		MetricNvidiaGpuMemoryRetiredPages, MetricNvidiaGpuMemoryRetiredPagesPending,
 		MetricNvidiaGpuPowerLimit, MetricNvidiaGpuPowerLimitBoard,
-		MetricNvidiaGpuClockFrequencyMax,
+		MetricNvidiaGpuClockFrequencyMax, MetricNvidiaGpuClockEventActive,
 		MetricNvidiaGpuPcieReplays, MetricNvidiaGpuPcieLinkGeneration, MetricNvidiaGpuPcieLinkGenerationMax,
 		MetricNvidiaGpuPcieLinkWidth, MetricNvidiaGpuPcieLinkWidthMax,
 		MetricNvidiaGpuNvlinkErrors, MetricNvidiaGpuNvlinkState,

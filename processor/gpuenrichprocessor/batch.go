@@ -138,7 +138,6 @@ func attr(dp pmetric.NumberDataPoint, key string) string {
 }
 
 func readGPU(rm pmetric.ResourceMetrics, g *gpuView) {
-	g.clockEvents = map[string]bool{}
 	pdatawalk.EachPoint(rm, func(name string, dp pmetric.NumberDataPoint) {
 		g.ts = max(g.ts, dp.Timestamp())
 		v := pdatawalk.Value(dp)
@@ -156,6 +155,9 @@ func readGPU(rm pmetric.ResourceMetrics, g *gpuView) {
 		case metricMemCopy:
 			g.memCopy, g.hasMemCopy = v, true
 		case metricClockEvent:
+			if g.clockEvents == nil {
+				g.clockEvents = make(map[string]bool, 8) // the receiver's eight reasons
+			}
 			g.clockEvents[attr(dp, attrReason)] = v == 1
 		case metricProfiling:
 			switch attr(dp, attrProfMetic) {

@@ -122,7 +122,8 @@ type LeakConfig struct {
 
 // ThrottleConfig: nvidia.gpu.throttled{cause} is derived from the receiver's eight
 // clock-event reasons, which then go (three series per GPU instead of eight), unless
-// KeepClockEvents (the full overlay sets it).
+// KeepClockEvents (the full overlay sets it). Kept, they go on as the receiver sends them:
+// below a 10 s collection interval, on change and every 10 s, as its other steady series.
 type ThrottleConfig struct {
 	KeepClockEvents bool `mapstructure:"keep_clock_events"`
 }

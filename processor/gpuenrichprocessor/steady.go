@@ -68,12 +68,19 @@ type gpuOutputs struct {
 	policy *steadyOutputs
 	// memLimit is the GPU's last framebuffer size: the receiver holds it back as a
 	// steady series, and each collection's ratio and leak rule need it.
-	memLimit  float64
-	hasLimit  bool
-	holder    podRef // the pod whose attributes the GPU's own resource carries, if any
-	batch     uint64 // the batch of its last collection
-	prev, cur pcommon.Timestamp
-	sent      map[outputKey]sentFlag
+	memLimit float64
+	hasLimit bool
+	// clockEvents are the GPU's last clock-event reasons, and when they came: the receiver
+	// holds them back as one steady group (all eight, or none), and each collection's
+	// throttle flags need them. They stand in for at most gpuschema.SteadyResendMax, the
+	// longest the receiver holds them, so that a GPU whose reasons can no longer be read
+	// loses its flags as its steady series end.
+	clockEvents   map[string]bool
+	clockEventsAt pcommon.Timestamp
+	holder        podRef // the pod whose attributes the GPU's own resource carries, if any
+	batch         uint64 // the batch of its last collection
+	prev, cur     pcommon.Timestamp
+	sent          map[outputKey]sentFlag
 }
 
 // outputKey names one flag series of a GPU: its metric and, for a pod's flag, the pod's
@@ -90,7 +97,8 @@ type sentFlag struct {
 }
 
 // begin returns the GPU's flags for the collection at ts, and gives g its framebuffer size
-// when the receiver held it back. Nothing sent before counts when
+// and clock-event reasons when the receiver held them back (only while the GPU is read:
+// a lost GPU's last reasons do not stand in). Nothing sent before counts when
 // the GPU was missing from its host's previous batch (the tracker ended its resource's
 // series at once), or when its resource now names another holder (or none, or the same
 // pod with its UID learnt): a new resource to the tracker, which ended the old one's.
@@ -116,6 +124,11 @@ func (s *steadyOutputs) begin(g *gpuView, ts pcommon.Timestamp) *gpuOutputs {
 		o.memLimit, o.hasLimit = g.memLimit, true
 	} else if o.hasLimit && g.hasMem {
 		g.memLimit, g.hasLimit = o.memLimit, true
+	}
+	if len(g.clockEvents) > 0 {
+		o.clockEvents, o.clockEventsAt = g.clockEvents, ts
+	} else if o.clockEvents != nil && g.hasMem && ts < o.clockEventsAt+pcommon.Timestamp(gpuschema.SteadyResendMax) {
+		g.clockEvents = o.clockEvents
 	}
 	continued := o.batch == ob.prev || o.batch == s.batch
 	o.batch = s.batch

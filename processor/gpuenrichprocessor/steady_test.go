@@ -135,7 +135,7 @@ func attrString(m pcommon.Map) string {
 // 10 s without a point, none is ended while its GPU answers, and there are far fewer
 // flag points.
 func TestHeldBackSeriesSayWhatEveryCollectionSays(t *testing.T) {
-	for _, scenario := range []string{"thermal-throttle", "memory-leak", "idle", "shared-gpu"} {
+	for _, scenario := range []string{"thermal-throttle", "power-capped", "memory-leak", "idle", "shared-gpu"} {
 		t.Run(scenario, func(t *testing.T) {
 			every, heldCfg := testConfig(), heldFlagsConfig() // steady_series_interval 0 and 10 s
 			// Windows that end between two resends (at 1, 11, 21… s), so that a flag
@@ -156,6 +156,7 @@ func TestHeldBackSeriesSayWhatEveryCollectionSays(t *testing.T) {
 			last := map[string]state{}
 			var previous map[string]flagPoint
 			heldFlags, allFlags, changes := 0, 0, 0 // changes: flag points that differ from the one before
+			throttleChanges := 0
 			for sec := 1; sec <= 150; sec++ {
 				got, want := seriesPoints(held.step(time.Second), everything), seriesPoints(all.step(time.Second), everything)
 				for k, p := range got {
@@ -172,6 +173,9 @@ func TestHeldBackSeriesSayWhatEveryCollectionSays(t *testing.T) {
 				for k, p := range want {
 					if !steady(metricOf(k)) {
 						require.Contains(t, got, k, "%ds: %s is not steady, yet missing", sec, k)
+						if before, ok := previous[k]; ok && metricOf(k) == "nvidia.gpu.throttled" && before.value != p.value {
+							throttleChanges++ // from the receiver's held-back clock events
+						}
 						continue
 					}
 					require.False(t, p.ended, "%ds: %s", sec, k)
@@ -197,6 +201,9 @@ func TestHeldBackSeriesSayWhatEveryCollectionSays(t *testing.T) {
 			assert.Less(t, heldFlags, allFlags/5, "held back: %d flag points against %d", heldFlags, allFlags)
 			if scenario == "memory-leak" || scenario == "idle" {
 				assert.Positive(t, changes, "the scenario raises a flag")
+			}
+			if scenario == "power-capped" {
+				assert.Positive(t, throttleChanges, "the power cap comes and goes")
 			}
 		})
 	}
@@ -285,4 +292,62 @@ func TestFlagsComeBackWithAGPUMissingFromABatch(t *testing.T) {
 	}
 	point(t, gpu0, "nvidia.gpu.idle_while_allocated")
 	point(t, gpu0, "nvidia.gpu.memory.leak_suspected")
+}
+
+// The receiver holds back unchanged clock-event reasons; gpu_enrich's throttle flags stand
+// on the last ones it read for no longer than the receiver may hold them (10 s). A GPU
+// whose reasons can no longer be read (the batch lacks them while the GPU still answers)
+// loses its throttle flags then, and their series end.
+func TestThrottleFlagsOutliveTheirClockEventsByTenSecondsAtMost(t *testing.T) {
+	h := newHarnessWithReceiver(t, "dgxh100", "thermal-throttle", receiverEverySecond(), heldFlagsConfig(), kubeletOnly)
+	ended := false
+	throttled := func(md pmetric.Metrics) (float64, bool) {
+		var v float64
+		found := false
+		for _, rm := range resources(md, map[string]string{"nvidia.gpu.index": "2", "!process.pid": ""}) {
+			pdatawalk.EachPoint(rm, func(name string, dp pmetric.NumberDataPoint) {
+				if cause, _ := dp.Attributes().Get("nvidia.gpu.throttle.cause"); name != "nvidia.gpu.throttled" || cause.Str() != "thermal" {
+					return
+				}
+				if dp.Flags().NoRecordedValue() {
+					ended = true
+					return
+				}
+				v, found = pdatawalk.Value(dp), true
+			})
+		}
+		return v, found
+	}
+	lastEvents := 0
+	for sec := 1; sec <= 5; sec++ {
+		h.clock.Step(time.Second)
+		md, _ := h.src.Scrape()
+		if hasScopeMetric(gpuResource(t, md, "2"), "nvidia.gpu.clock_event.active") {
+			lastEvents = sec
+		}
+		out, err := h.proc.processMetrics(context.Background(), md)
+		require.NoError(t, err)
+		v, ok := throttled(out)
+		require.Truef(t, ok, "%ds: GPU 2's thermal flag", sec)
+		require.Equalf(t, 1.0, v, "%ds: GPU 2 runs hot", sec)
+	}
+	require.Positive(t, lastEvents)
+	require.Less(t, lastEvents, 5, "the receiver held GPU 2's unchanged reasons back")
+	for sec := 6; sec <= 25; sec++ {
+		h.clock.Step(time.Second)
+		md, _ := h.src.Scrape()
+		dropMetric(gpuResource(t, md, "2"), "nvidia.gpu.clock_event.active") // unreadable from now on
+		out, err := h.proc.processMetrics(context.Background(), md)
+		require.NoError(t, err)
+		v, ok := throttled(out)
+		if sec < lastEvents+10 {
+			require.Truef(t, ok, "%ds: held back since %ds, the last reasons still stand", sec, lastEvents)
+			require.Equal(t, 1.0, v)
+			continue
+		}
+		require.Falsef(t, ok, "%ds: no reasons since %ds, no flag", sec, lastEvents)
+		if sec == lastEvents+10 {
+			require.True(t, ended, "the flag's series ends")
+		}
+	}
 }

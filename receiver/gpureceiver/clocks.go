@@ -60,6 +60,16 @@ var clockEventBits = []struct {
 	{nvml.ClocksThrottleReasonHwPowerBrakeSlowdown, metadata.AttributeNvidiaGpuClockEventReasonHwPowerBrake},
 }
 
+// clockEventMaskBits are the bits of clockEventBits: a change of any other bit (one this
+// receiver does not report) is no change to its series.
+var clockEventMaskBits = func() uint64 {
+	var bits uint64
+	for _, b := range clockEventBits {
+		bits |= b.bit
+	}
+	return bits
+}()
+
 // clockEventDurations maps the performance-policy counters (ns) to their cause.
 var clockEventDurations = []struct {
 	field uint32
@@ -79,7 +89,9 @@ var clockEventDurations = []struct {
 func (r *deviceRead) recordClockEvents() {
 	m := r.metrics
 	if m.NvidiaGpuClockEventActive.Enabled {
-		if mask, ok := r.clockEventMask(); ok {
+		// The eight reasons are one steady group: all sent when any changed or when they
+		// are due again, else none (gpu_enrich keeps the last ones for its throttle flags).
+		if mask, ok := r.clockEventMask(); ok && r.sendSteady(steadyKey{metric: gpuschema.MetricNvidiaGpuClockEventActive}, float64(mask&clockEventMaskBits)) {
 			for _, b := range clockEventBits {
 				active := int64(0)
 				if mask&b.bit != 0 {

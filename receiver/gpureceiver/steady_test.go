@@ -2,6 +2,7 @@ package gpureceiver
 
 import (
 	"context"
+	"maps"
 	"testing"
 	"time"
 
@@ -17,11 +18,11 @@ import (
 var steadyOnH100 = []string{
 	"hw.errors", "nvidia.gpu.memory.remap.failed", "nvidia.gpu.memory.remap.pending",
 	"nvidia.gpu.power.limit", "nvidia.gpu.pcie.replays", "nvidia.gpu.nvlink.errors", "nvidia.gpu.nvlink.state",
-	"hw.gpu.memory.limit",
+	"hw.gpu.memory.limit", "nvidia.gpu.clock_event.active",
 }
 
 // alwaysOnH100 are metrics of the default set that every collection carries.
-var alwaysOnH100 = []string{"hw.status", "hw.power", "hw.gpu.utilization", "hw.gpu.memory.usage", "hw.energy", "nvidia.gpu.clock_event.active"}
+var alwaysOnH100 = []string{"hw.status", "hw.power", "hw.gpu.utilization", "hw.gpu.memory.usage", "hw.energy"}
 
 // scrapeEvery scrapes n times, the clock stepping by interval before each scrape after
 // the first, and returns each scrape's first GPU.
@@ -131,7 +132,7 @@ func TestSteadySeriesWithoutHwStatusAreSentEveryCollection(t *testing.T) {
 func TestTheHeldBackSetIsTheDocumentedOne(t *testing.T) {
 	// The receiver README's "Steady series" list. Adding a metric here means gpu_enrich
 	// stops ending it at once and no longer finds it in every batch: check it reads none,
-	// or that it keeps the last one (the framebuffer's size).
+	// or that it keeps the last one (the framebuffer's size, the clock-event reasons).
 	documented := []string{
 		"hw.errors", "hw.temperature.limit", "hw.gpu.memory.limit",
 		"nvidia.gpu.memory.remap.failed", "nvidia.gpu.memory.remap.pending", "nvidia.gpu.memory.remapped_rows",
@@ -140,6 +141,7 @@ func TestTheHeldBackSetIsTheDocumentedOne(t *testing.T) {
 		"nvidia.gpu.pcie.replays", "nvidia.gpu.pcie.link.generation", "nvidia.gpu.pcie.link.generation.max",
 		"nvidia.gpu.pcie.link.width", "nvidia.gpu.pcie.link.width.max",
 		"nvidia.gpu.nvlink.errors", "nvidia.gpu.nvlink.state", "nvidia.gpu.xid.errors", "nvidia.gpu.xid.last",
+		"nvidia.gpu.clock_event.active",
 	}
 	held := steadyHoldable(&testConfig().Metrics)
 	var got []string
@@ -150,4 +152,62 @@ func TestTheHeldBackSetIsTheDocumentedOne(t *testing.T) {
 	assert.ElementsMatch(t, documented, got)
 	assert.False(t, gpuschema.IsSteady("hw.status"), "hw.status keeps a GPU's resource in every collection")
 	assert.False(t, gpuschema.IsSteady("hw.gpu.memory.usage"), "gpu_enrich reads the usage from every batch")
+}
+
+// clockEvents returns a GPU's clock-event reasons as reason=value, or nil when the
+// collection has none.
+func clockEvents(rm pmetric.ResourceMetrics) map[string]int64 {
+	m, ok := findMetric(rm, "nvidia.gpu.clock_event.active")
+	if !ok {
+		return nil
+	}
+	out := map[string]int64{}
+	for i := 0; i < m.Sum().DataPoints().Len(); i++ {
+		dp := m.Sum().DataPoints().At(i)
+		reason, _ := dp.Attributes().Get("nvidia.gpu.clock_event.reason")
+		out[reason.Str()] = dp.IntValue()
+	}
+	return out
+}
+
+// The eight clock-event reasons are one steady group: all eight go out in the collection
+// where any of them changes (the power cap letting go for a second), and when 10 s have
+// passed; in between, none. Compared with the same GPUs collected with
+// steady_series_interval 0s.
+func TestClockEventsAreSentAsOneGroupWhenAnyChanges(t *testing.T) {
+	clock := newFakeClock()
+	cfg := testConfig()
+	cfg.CollectionInterval = time.Second
+	held := startedScraper(t, cfg, newSim(t, "dgxh100", "power-capped", clock), clock)
+	every := *cfg
+	every.SteadySeriesInterval = 0
+	all := startedScraper(t, &every, newSim(t, "dgxh100", "power-capped", clock), clock)
+
+	var lastSent map[string]int64
+	lastAt, changes, heldBack := 0, 0, 0
+	for sec := 0; sec < 60; sec++ {
+		if sec > 0 {
+			clock.Step(time.Second)
+		}
+		md, err := held.scrape(context.Background())
+		require.NoError(t, err)
+		ref, err := all.scrape(context.Background())
+		require.NoError(t, err)
+		got := clockEvents(gpuResources(md)[held.devices[0].uuid])
+		want := clockEvents(gpuResources(ref)[all.devices[0].uuid])
+		require.Len(t, want, 8, "%ds: every collection reads all eight reasons", sec)
+		changed := lastSent != nil && !maps.Equal(lastSent, want)
+		if changed {
+			changes++
+		}
+		if lastSent == nil || changed || sec-lastAt >= 10 {
+			require.Equalf(t, want, got, "%ds: a change, or 10 s since %ds, sends all eight", sec, lastAt)
+			lastSent, lastAt = want, sec
+			continue
+		}
+		require.Nilf(t, got, "%ds: unchanged since %ds, none is sent", sec, lastAt)
+		heldBack++
+	}
+	assert.Positive(t, changes, "the power cap comes and goes")
+	assert.Positive(t, heldBack)
 }
