@@ -29,6 +29,7 @@ type Device struct {
 	busID string
 	name  string
 	total uint64 // framebuffer bytes
+	links int    // NVLink links (nvlinkLinks), looked up once: every link field asks
 	lost  atomic.Bool
 	migs  []*MigDevice
 	// migLayouts counts the MIG layouts set up on the GPU.
@@ -52,6 +53,7 @@ func newDevice(s *Simulator, md *server.Device, index int, opts Options) *Device
 		busID:  fmt.Sprintf("00000000:%02X:00.0", s.machine.sys.busNumbers[index%8]),
 		name:   strings.TrimPrefix(md.Config.Name, "Mock "),
 		total:  md.Config.MemoryMB * mib,
+		links:  nvlinkLinks[s.system],
 	}
 	// Keep the mock server's own look-ups (by UUID, by bus id) consistent with ours.
 	md.UUID = d.uuid

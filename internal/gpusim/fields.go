@@ -69,7 +69,7 @@ func (d *Device) fieldValue(v *nvml.FieldValue, t float64, r reading) {
 	case nvml.FI_DEV_PCIE_COUNT_RX_BYTES:
 		ull(uint64(t * (0.3 + busy*2.7) * 1e9))
 	case nvml.FI_DEV_NVLINK_LINK_COUNT:
-		setUint(v, nvml.VALUE_TYPE_UNSIGNED_INT, uint64(nvlinkLinks[d.sim.system]))
+		setUint(v, nvml.VALUE_TYPE_UNSIGNED_INT, uint64(d.links))
 	case nvml.FI_DEV_NVLINK_THROUGHPUT_DATA_TX, nvml.FI_DEV_NVLINK_THROUGHPUT_DATA_RX:
 		if !d.validLink(v) {
 			return
@@ -95,7 +95,7 @@ func (d *Device) fieldValue(v *nvml.FieldValue, t float64, r reading) {
 }
 
 func (d *Device) validLink(v *nvml.FieldValue) bool {
-	if int(v.ScopeId) >= nvlinkLinks[d.sim.system] {
+	if int(v.ScopeId) >= d.links {
 		v.NvmlReturn = uint32(nvml.ERROR_INVALID_ARGUMENT)
 		return false
 	}

@@ -68,7 +68,7 @@ func New(opts Options) (*Simulator, error) {
 		system:         opts.System,
 		seed:           opts.Seed,
 		machine:        &machine{sys: sys, seed: opts.Seed},
-		scenario:       sc,
+		scenario:       newScenarioMemo(sc, len(srv.Devices)).reading,
 		now:            opts.Now,
 		start:          opts.Now(),
 		missing:        opts.NVMLMissingFor,
@@ -159,9 +159,12 @@ func (s *Simulator) SetLost(index int, lost bool) {
 	s.devices[index].lost.Store(lost)
 }
 
-// elapsed is the simulated time in seconds.
+// elapsed is the simulated time in seconds, to the millisecond: the simulated driver's
+// state moves in millisecond steps, as a real driver refreshes its readings every few
+// milliseconds at most, so the calls of one GPU's collection, microseconds apart, see one
+// state (and the scenario is computed once for them: scenarioMemo).
 func (s *Simulator) elapsed() float64 {
-	return s.now().Sub(s.start).Seconds()
+	return float64(s.now().Sub(s.start).Milliseconds()) / 1000
 }
 
 // Init succeeds, unless the library is still "missing" (Options.NVMLMissingFor).
