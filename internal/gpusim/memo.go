@@ -19,6 +19,7 @@ const memoSeconds = 16
 // are the scenario's own, to the bit: only identical instants are shared.
 type scenarioMemo struct {
 	compute scenario
+	machine *machine // the simulator's, the only one whose readings are kept
 	gpus    []gpuMemo
 }
 
@@ -36,14 +37,14 @@ type memoEntry struct {
 	r   reading
 }
 
-func newScenarioMemo(compute scenario, gpus int) *scenarioMemo {
-	return &scenarioMemo{compute: compute, gpus: make([]gpuMemo, gpus)}
+func newScenarioMemo(compute scenario, m *machine, gpus int) *scenarioMemo {
+	return &scenarioMemo{compute: compute, machine: m, gpus: make([]gpuMemo, gpus)}
 }
 
 // reading is the memoised scenario. The slices in a reading (processes, XIDs) are shared
 // between callers, who only read them.
 func (s *scenarioMemo) reading(m *machine, gpu int, t float64) reading {
-	if gpu < 0 || gpu >= len(s.gpus) {
+	if m != s.machine || gpu < 0 || gpu >= len(s.gpus) {
 		return s.compute(m, gpu, t)
 	}
 	g := &s.gpus[gpu]

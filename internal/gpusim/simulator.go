@@ -63,12 +63,13 @@ func New(opts Options) (*Simulator, error) {
 	}
 	srv := sys.newServer()
 	FillNotSupported(&srv.Interface)
+	m := &machine{sys: sys, seed: opts.Seed}
 	s := &Simulator{
 		Server:         srv,
 		system:         opts.System,
 		seed:           opts.Seed,
-		machine:        &machine{sys: sys, seed: opts.Seed},
-		scenario:       newScenarioMemo(sc, len(srv.Devices)).reading,
+		machine:        m,
+		scenario:       newScenarioMemo(sc, m, len(srv.Devices)).reading,
 		now:            opts.Now,
 		start:          opts.Now(),
 		missing:        opts.NVMLMissingFor,
