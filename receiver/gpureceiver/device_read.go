@@ -53,6 +53,9 @@ type deviceRead struct {
 	errs      []error
 	failed    int
 	gone      bool
+	// memoryUsageSent is whether this collection recorded the GPU's hw.gpu.memory.usage,
+	// which lets hw.status be held back (sendHealth).
+	memoryUsageSent bool
 	// rates caches nvmlDeviceGetUtilizationRates, which answers two metrics at once.
 	rates struct {
 		read, ok bool

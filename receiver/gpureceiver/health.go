@@ -33,7 +33,7 @@ func (r *deviceRead) recordHealth() {
 			zap.String("from", r.dev.health.String()), zap.String("to", state.String()))
 	}
 	r.dev.health = state
-	if !r.metrics.HwStatus.Enabled {
+	if !r.metrics.HwStatus.Enabled || !r.sendHealth(state) {
 		return
 	}
 	for _, st := range []metadata.AttributeHwState{metadata.AttributeHwStateOk, metadata.AttributeHwStateDegraded, metadata.AttributeHwStateFailed} {
@@ -63,4 +63,19 @@ func (r *deviceRead) recordXIDs() {
 			r.mb.RecordNvidiaGpuXidLastDataPoint(r.now, int64(code), int64(code))
 		}
 	}
+}
+
+// sendHealth reports whether this collection sends the GPU's hw.status. The three states
+// are one steady group (sent when the state changes and every steady_series_interval),
+// but only in a collection that carries the GPU's memory usage: that point keeps the GPU's
+// resource in every collection, which gpu_enrich's end-of-series markers rely on. A GPU
+// that does not answer (lost, off the bus, its memory unreadable) reports its state in
+// every collection, as do GPUs whose memory usage is turned off.
+func (r *deviceRead) sendHealth(state metadata.AttributeHwState) bool {
+	k := steadyKey{metric: gpuschema.MetricHwStatus}
+	if r.memoryUsageSent {
+		return r.sendSteady(k, float64(state))
+	}
+	r.markSteadySent(k, float64(state))
+	return true
 }

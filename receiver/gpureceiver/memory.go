@@ -43,4 +43,5 @@ func (r *deviceRead) recordFramebuffer(total, used, free uint64) {
 	}
 	r.mb.RecordHwGpuMemoryUsageDataPoint(r.now, int64(used))
 	r.mb.RecordNvidiaGpuMemoryFreeDataPoint(r.now, int64(free))
+	r.memoryUsageSent = r.metrics.HwGpuMemoryUsage.Enabled
 }

@@ -101,6 +101,12 @@ func (r *deviceRead) sendSteady(k steadyKey, v float64) bool {
 	if seen && last.value == v && !r.steady.due(time.Duration(r.now-last.sent)) {
 		return false
 	}
-	r.dev.steadySent[k] = steadyPoint{value: v, sent: r.now}
+	r.markSteadySent(k, v)
 	return true
+}
+
+// markSteadySent remembers a steady series' point as sent in this collection, so that
+// the next collection compares with what the backend last received.
+func (r *deviceRead) markSteadySent(k steadyKey, v float64) {
+	r.dev.steadySent[k] = steadyPoint{value: v, sent: r.now}
 }

@@ -18,11 +18,11 @@ import (
 var steadyOnH100 = []string{
 	"hw.errors", "nvidia.gpu.memory.remap.failed", "nvidia.gpu.memory.remap.pending",
 	"nvidia.gpu.power.limit", "nvidia.gpu.pcie.replays", "nvidia.gpu.nvlink.errors", "nvidia.gpu.nvlink.state",
-	"hw.gpu.memory.limit", "nvidia.gpu.clock_event.active",
+	"hw.gpu.memory.limit", "nvidia.gpu.clock_event.active", "hw.status",
 }
 
 // alwaysOnH100 are metrics of the default set that every collection carries.
-var alwaysOnH100 = []string{"hw.status", "hw.power", "hw.gpu.utilization", "hw.gpu.memory.usage", "hw.energy"}
+var alwaysOnH100 = []string{"hw.power", "hw.gpu.utilization", "hw.gpu.memory.usage", "hw.energy"}
 
 // scrapeEvery scrapes n times, the clock stepping by interval before each scrape after
 // the first, and returns each scrape's first GPU.
@@ -124,6 +124,9 @@ func TestSteadySeriesWithoutHwStatusAreSentEveryCollection(t *testing.T) {
 	s := startedScraper(t, cfg, sim, clock)
 	for i, gpu := range scrapeEvery(t, s, clock, time.Second, 3) {
 		for _, name := range steadyOnH100 {
+			if name == "hw.status" {
+				continue
+			}
 			assert.Truef(t, has(gpu, name), "collection %d lacks %s: without hw.status nothing is held back", i, name)
 		}
 	}
@@ -141,7 +144,7 @@ func TestTheHeldBackSetIsTheDocumentedOne(t *testing.T) {
 		"nvidia.gpu.pcie.replays", "nvidia.gpu.pcie.link.generation", "nvidia.gpu.pcie.link.generation.max",
 		"nvidia.gpu.pcie.link.width", "nvidia.gpu.pcie.link.width.max",
 		"nvidia.gpu.nvlink.errors", "nvidia.gpu.nvlink.state", "nvidia.gpu.xid.errors", "nvidia.gpu.xid.last",
-		"nvidia.gpu.clock_event.active",
+		"nvidia.gpu.clock_event.active", "hw.status",
 	}
 	held := steadyHoldable(&testConfig().Metrics)
 	var got []string
@@ -150,7 +153,6 @@ func TestTheHeldBackSetIsTheDocumentedOne(t *testing.T) {
 		got = append(got, name)
 	}
 	assert.ElementsMatch(t, documented, got)
-	assert.False(t, gpuschema.IsSteady("hw.status"), "hw.status keeps a GPU's resource in every collection")
 	assert.False(t, gpuschema.IsSteady("hw.gpu.memory.usage"), "gpu_enrich reads the usage from every batch")
 }
 
@@ -210,4 +212,62 @@ func TestClockEventsAreSentAsOneGroupWhenAnyChanges(t *testing.T) {
 	}
 	assert.Positive(t, changes, "the power cap comes and goes")
 	assert.Positive(t, heldBack)
+}
+
+// hw.status is held back only in a collection that carries the GPU's memory usage, which
+// keeps the GPU's resource in the batch (gpu_enrich's end-of-series markers rely on it).
+// A GPU that stops answering says failed in every collection; with the memory usage
+// turned off, every GPU says its state in every collection.
+func TestHwStatusIsHeldBackOnlyBesideTheMemoryUsage(t *testing.T) {
+	t.Run("a lost GPU says failed every collection", func(t *testing.T) {
+		clock := newFakeClock()
+		sim := newSim(t, "dgxh100", "steady-training", clock)
+		cfg := testConfig()
+		cfg.CollectionInterval = time.Second
+		s := startedScraper(t, cfg, sim, clock)
+		gpus := scrapeEvery(t, s, clock, time.Second, 3)
+		assert.False(t, has(gpus[2], "hw.status"), "a healthy GPU's unchanged state is held back")
+
+		sim.SetLost(0, true)
+		for i := 0; i < 15; i++ {
+			clock.Step(time.Second)
+			md, _ := s.scrape(context.Background())
+			lost := gpuResources(md)[s.devices[0].uuid]
+			require.Truef(t, has(lost, "hw.status"), "%d s after the GPU fell off the bus: its state is in every collection", i+1)
+			assert.Equal(t, 1.0, pointValue(t, lost, "hw.status", map[string]string{"hw.state": "failed"}))
+			assert.False(t, has(lost, "hw.gpu.memory.usage"))
+		}
+
+		sim.SetLost(0, false)
+		back := scrapeEvery(t, s, clock, time.Second, 3)
+		assert.Equal(t, 1.0, pointValue(t, back[0], "hw.status", map[string]string{"hw.state": "ok"}), "back: ok at once")
+		assert.False(t, has(back[2], "hw.status"), "and held back again while unchanged")
+	})
+	t.Run("without the memory usage", func(t *testing.T) {
+		clock := newFakeClock()
+		sim := newSim(t, "dgxh100", "steady-training", clock)
+		cfg := testConfig()
+		cfg.CollectionInterval = time.Second
+		cfg.Metrics.HwGpuMemoryUsage.Enabled = false
+		s := startedScraper(t, cfg, sim, clock)
+		for i, gpu := range scrapeEvery(t, s, clock, time.Second, 12) {
+			assert.Truef(t, has(gpu, "hw.status"), "collection %d lacks hw.status", i)
+			assert.Equalf(t, i%10 == 0, has(gpu, "hw.errors"), "collection %d: the other steady series are still held back", i)
+		}
+	})
+	t.Run("a change goes out at once", func(t *testing.T) {
+		clock := newFakeClock()
+		sim := newSim(t, "dgxh100", "steady-training", clock)
+		cfg := testConfig()
+		cfg.CollectionInterval = time.Second
+		s := startedScraper(t, cfg, sim, clock)
+		scrapeEvery(t, s, clock, time.Second, 3)
+		sim.InjectXID(0, 79, 1) // fatal: failed for the health window
+		waitForXIDs(t, s, sim)
+		gpu := scrapeEvery(t, s, clock, time.Second, 1)[0]
+		require.True(t, has(gpu, "hw.status"), "the change is sent in the collection that saw it")
+		assert.Equal(t, 1.0, pointValue(t, gpu, "hw.status", map[string]string{"hw.state": "failed"}))
+		assert.Equal(t, 0.0, pointValue(t, gpu, "hw.status", map[string]string{"hw.state": "ok"}))
+		assert.False(t, has(scrapeEvery(t, s, clock, time.Second, 1)[0], "hw.status"), "then held back again")
+	})
 }
