@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
 	"github.com/otelcol-gpu/otelcol-gpu/internal/gpuschema"
+	"github.com/otelcol-gpu/otelcol-gpu/internal/gpusim"
 	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpureceiver/internal/metadata"
 )
 
@@ -40,17 +41,27 @@ func scrapeEvery(t *testing.T, s *gpuScraper, clock *fakeClock, interval time.Du
 	return out
 }
 
+// h100EverySecond starts a scraper of simulated H100s (steady-training) collecting every
+// second, with cfg's other settings changed first by tweak (nil: none).
+func h100EverySecond(t *testing.T, tweak func(*Config)) (*gpuScraper, *gpusim.Simulator, *fakeClock) {
+	t.Helper()
+	clock := newFakeClock()
+	sim := newSim(t, "dgxh100", "steady-training", clock)
+	cfg := testConfig()
+	cfg.CollectionInterval = time.Second
+	if tweak != nil {
+		tweak(cfg)
+	}
+	return startedScraper(t, cfg, sim, clock), sim, clock
+}
+
 func has(rm pmetric.ResourceMetrics, name string) bool {
 	_, ok := findMetric(rm, name)
 	return ok
 }
 
 func TestSteadySeriesAreSentWhenTheyChangeAndEveryTenSeconds(t *testing.T) {
-	clock := newFakeClock()
-	sim := newSim(t, "dgxh100", "steady-training", clock)
-	cfg := testConfig()
-	cfg.CollectionInterval = time.Second
-	s := startedScraper(t, cfg, sim, clock)
+	s, sim, clock := h100EverySecond(t, nil)
 
 	gpus := scrapeEvery(t, s, clock, time.Second, 21)
 	for i, gpu := range gpus {
@@ -101,14 +112,11 @@ func TestSteadySeriesEveryCollectionWhereConfiguredOrCollectingSlowly(t *testing
 }
 
 func TestSteadySeriesWhoseRecordsTheBuilderMergesAreSentEveryCollection(t *testing.T) {
-	clock := newFakeClock()
-	sim := newSim(t, "dgxh100", "steady-training", clock)
-	cfg := testConfig()
-	cfg.CollectionInterval = time.Second
-	// Without the counter type, each error type's point is the sum of its volatile and
-	// aggregate counters: holding back one of the two would change the sum.
-	cfg.Metrics.HwErrors.EnabledAttributes = []metadata.HwErrorsMetricAttributeKey{metadata.HwErrorsMetricAttributeKeyErrorType}
-	s := startedScraper(t, cfg, sim, clock)
+	s, _, clock := h100EverySecond(t, func(cfg *Config) {
+		// Without the counter type, each error type's point is the sum of its volatile and
+		// aggregate counters: holding back one of the two would change the sum.
+		cfg.Metrics.HwErrors.EnabledAttributes = []metadata.HwErrorsMetricAttributeKey{metadata.HwErrorsMetricAttributeKeyErrorType}
+	})
 	for i, gpu := range scrapeEvery(t, s, clock, time.Second, 3) {
 		assert.Truef(t, has(gpu, "hw.errors"), "collection %d lacks the merged hw.errors", i)
 		assert.Equalf(t, i == 0, has(gpu, "nvidia.gpu.power.limit"), "collection %d: the other steady series are still held back", i)
@@ -116,12 +124,7 @@ func TestSteadySeriesWhoseRecordsTheBuilderMergesAreSentEveryCollection(t *testi
 }
 
 func TestSteadySeriesWithoutHwStatusAreSentEveryCollection(t *testing.T) {
-	clock := newFakeClock()
-	sim := newSim(t, "dgxh100", "steady-training", clock)
-	cfg := testConfig()
-	cfg.CollectionInterval = time.Second
-	cfg.Metrics.HwStatus.Enabled = false
-	s := startedScraper(t, cfg, sim, clock)
+	s, _, clock := h100EverySecond(t, func(cfg *Config) { cfg.Metrics.HwStatus.Enabled = false })
 	for i, gpu := range scrapeEvery(t, s, clock, time.Second, 3) {
 		for _, name := range steadyOnH100 {
 			if name == "hw.status" {
@@ -220,11 +223,7 @@ func TestClockEventsAreSentAsOneGroupWhenAnyChanges(t *testing.T) {
 // turned off, every GPU says its state in every collection.
 func TestHwStatusIsHeldBackOnlyBesideTheMemoryUsage(t *testing.T) {
 	t.Run("a lost GPU says failed every collection", func(t *testing.T) {
-		clock := newFakeClock()
-		sim := newSim(t, "dgxh100", "steady-training", clock)
-		cfg := testConfig()
-		cfg.CollectionInterval = time.Second
-		s := startedScraper(t, cfg, sim, clock)
+		s, sim, clock := h100EverySecond(t, nil)
 		gpus := scrapeEvery(t, s, clock, time.Second, 3)
 		assert.False(t, has(gpus[2], "hw.status"), "a healthy GPU's unchanged state is held back")
 
@@ -244,23 +243,14 @@ func TestHwStatusIsHeldBackOnlyBesideTheMemoryUsage(t *testing.T) {
 		assert.False(t, has(back[2], "hw.status"), "and held back again while unchanged")
 	})
 	t.Run("without the memory usage", func(t *testing.T) {
-		clock := newFakeClock()
-		sim := newSim(t, "dgxh100", "steady-training", clock)
-		cfg := testConfig()
-		cfg.CollectionInterval = time.Second
-		cfg.Metrics.HwGpuMemoryUsage.Enabled = false
-		s := startedScraper(t, cfg, sim, clock)
+		s, _, clock := h100EverySecond(t, func(cfg *Config) { cfg.Metrics.HwGpuMemoryUsage.Enabled = false })
 		for i, gpu := range scrapeEvery(t, s, clock, time.Second, 12) {
 			assert.Truef(t, has(gpu, "hw.status"), "collection %d lacks hw.status", i)
 			assert.Equalf(t, i%10 == 0, has(gpu, "hw.errors"), "collection %d: the other steady series are still held back", i)
 		}
 	})
 	t.Run("a change goes out at once", func(t *testing.T) {
-		clock := newFakeClock()
-		sim := newSim(t, "dgxh100", "steady-training", clock)
-		cfg := testConfig()
-		cfg.CollectionInterval = time.Second
-		s := startedScraper(t, cfg, sim, clock)
+		s, sim, clock := h100EverySecond(t, nil)
 		scrapeEvery(t, s, clock, time.Second, 3)
 		sim.InjectXID(0, 79, 1) // fatal: failed for the health window
 		waitForXIDs(t, s, sim)
