@@ -39,8 +39,9 @@ func newSteadyPolicy(cfg *Config) steadyPolicy {
 func steadyHoldable(cfg *metadata.MetricsConfig) map[string]bool {
 	held := map[string]bool{}
 	if !cfg.HwStatus.Enabled {
-		// hw.status is what keeps a GPU's resource in every collection while its steady
-		// series are held back; without it the resource could vanish and its series end.
+		// hw.status is what keeps a GPU's resource in every collection where nothing else
+		// does (a GPU that does not answer, or no memory usage: sendHealth); without it the
+		// resource could vanish and its series end.
 		return held
 	}
 	defaults := metadata.DefaultMetricsBuilderConfig().Metrics
