@@ -1,6 +1,7 @@
 package gpuenrichprocessor
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -10,9 +11,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.opentelemetry.io/collector/processor/processortest"
 
 	"github.com/otelcol-gpu/otelcol-gpu/internal/pdatawalk"
 	"github.com/otelcol-gpu/otelcol-gpu/processor/gpuenrichprocessor/internal/cgroup"
+	"github.com/otelcol-gpu/otelcol-gpu/processor/gpuenrichprocessor/internal/metadata"
 	"github.com/otelcol-gpu/otelcol-gpu/processor/gpuenrichprocessor/internal/podnames"
 	"github.com/otelcol-gpu/otelcol-gpu/processor/gpuenrichprocessor/internal/podresources"
 )
@@ -266,4 +269,22 @@ func TestADisabledOwnerAttributeIsNeverWritten(t *testing.T) {
 		}
 	}
 	assert.Subset(t, kinds, []string{"gpu", "process", "pod"})
+}
+
+// closeCountingPIDs is fakePIDs that counts Close calls.
+type closeCountingPIDs struct {
+	fakePIDs
+	closed int
+}
+
+func (c *closeCountingPIDs) Close() { c.closed++ }
+
+// The cgroup resolver keeps a descriptor of each GPU process's /proc entry open; a stopped
+// (or reloaded) processor must give them back.
+func TestShutdownReleasesTheProcessLookups(t *testing.T) {
+	pids := &closeCountingPIDs{fakePIDs: fakePIDs{}}
+	p := newProcessor(testConfig(), processortest.NewNopSettings(metadata.Type), time.Now, sources{pids: pids})
+	require.NoError(t, p.start(context.Background(), nil))
+	require.NoError(t, p.shutdown(context.Background()))
+	assert.Equal(t, 1, pids.closed)
 }

@@ -47,7 +47,10 @@ func (f fakePIDs) Lookup(pid uint32) (cgroup.Location, error) {
 	}
 	return c, nil
 }
+
 func (f fakePIDs) Forget(map[uint32]bool) {}
+
+func (f fakePIDs) Close() {}
 
 type fakeNames map[string]podnames.Pod
 

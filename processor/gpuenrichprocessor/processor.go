@@ -86,6 +86,9 @@ func (p *gpuEnrichProcessor) shutdown(context.Context) error {
 			err = e
 		}
 	}
+	if p.src.pids != nil {
+		p.src.pids.Close()
+	}
 	return err
 }
 

@@ -24,6 +24,7 @@ type podSource interface {
 type pidSource interface {
 	Lookup(pid uint32) (cgroup.Location, error)
 	Forget(alive map[uint32]bool)
+	Close() // releases what it keeps open (descriptors of the processes' /proc entries)
 }
 
 // podNameSource names a pod from its UID.

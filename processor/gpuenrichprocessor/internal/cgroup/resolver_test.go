@@ -96,16 +96,20 @@ func TestResolverPIDReusedByAnotherProcess(t *testing.T) {
 }
 
 func TestReadStartTime(t *testing.T) {
-	dir := t.TempDir()
+	read := func(content string) (uint64, error) {
+		path := filepath.Join(t.TempDir(), "stat")
+		require.NoError(t, os.WriteFile(path, []byte(content), 0o644))
+		f, err := os.Open(path)
+		require.NoError(t, err)
+		defer f.Close()
+		return readStartTime(f)
+	}
 	// The command name may hold spaces and parentheses.
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "stat"),
-		[]byte("42 (my (weird) name) S 1 42 42 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 1 0 123456 1 1 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0\n"), 0o644))
-	got, err := readStartTime(dir)
+	got, err := read("42 (my (weird) name) S 1 42 42 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 1 0 123456 1 1 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0\n")
 	require.NoError(t, err)
 	assert.Equal(t, uint64(123456), got)
 
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "stat"), []byte("42 (short) S 1\n"), 0o644))
-	_, err = readStartTime(dir)
+	_, err = read("42 (short) S 1\n")
 	require.ErrorContains(t, err, "want at least 22")
 }
 
