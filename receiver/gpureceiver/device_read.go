@@ -47,7 +47,7 @@ type deviceRead struct {
 	lib    nvml.Interface
 	dev    *gpuDevice
 	now    pcommon.Timestamp
-	fields fieldValues
+	fields *fieldValues
 	// gpmValues is this interval's GPM reading of the whole GPU, nil without one.
 	gpmValues *gpmValues
 	errs      []error

@@ -36,7 +36,7 @@ type gpuDevice struct {
 	// fieldRequest is the GPU's nvmlDeviceGetFieldValues batch, reused every scrape.
 	fieldRequest []nvml.FieldValue
 	// fieldValues holds the decoded answers to fieldRequest, reused every scrape.
-	fieldValues fieldValues
+	fieldValues *fieldValues
 
 	// lastSampleTS is the newest utilization sample seen, per sampling type, so that each
 	// scrape averages only the samples taken since the previous one.
@@ -156,6 +156,7 @@ func (s *gpuScraper) identify(lib nvml.Interface, i int, driver, nvmlVersion str
 	d.resource = identityBuilder(s.mb, s.hostName, d).Emit()
 	d.static = s.readStaticFacts(h)
 	d.fieldRequest = newFieldRequest(&s.cfg.Metrics, d.static.nvlinks)
+	d.fieldValues = newFieldValues(d.fieldRequest, d.static.nvlinks)
 	return d, nil
 }
 

@@ -68,25 +68,80 @@ var linkFields = []struct {
 	{nvml.FI_DEV_NVLINK_GET_STATE, func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuNvlinkState.Enabled }},
 }
 
-// fieldKey identifies one value of a batch.
-type fieldKey struct {
-	id    uint32
-	scope uint32
+// fieldValues holds the decoded answers to one GPU's field request, each at its position
+// in the request. The request is fixed at discovery, so where each (field, scope) sits is
+// worked out once: a scrape writes and reads slices, where a map keyed by (field, scope)
+// hashed about 90 keys per H100 twice (filled, then read back link by link), a sixth of
+// its scrape. Absent answers were not asked for, not supported, or failed.
+type fieldValues struct {
+	deviceAt []int16 // by field ID: the device-wide field's request position; -1: not asked
+	linkAt   []int16 // linkAt[k*links+l]: linkFields[k] of link l's request position; -1: not asked
+	links    int
+	value    []float64
+	answered []bool
 }
 
-// fieldValues holds the decoded values of one batch; absent keys were not supported or
-// failed.
-type fieldValues map[fieldKey]float64
-
-func (f fieldValues) get(id uint32) (float64, bool) {
-	v, ok := f[fieldKey{id: id}]
-	return v, ok
+// newFieldValues lays out the answers to req, a GPU's request of its device fields and of
+// the linkFields of each of its links (scope = link number).
+func newFieldValues(req []nvml.FieldValue, links int) *fieldValues {
+	f := &fieldValues{
+		linkAt:   make([]int16, len(linkFields)*links),
+		links:    links,
+		value:    make([]float64, len(req)),
+		answered: make([]bool, len(req)),
+	}
+	for i := range f.linkAt {
+		f.linkAt[i] = -1
+	}
+	for i, v := range req {
+		if k := linkFieldIndex(v.FieldId); k >= 0 {
+			if int(v.ScopeId) < links {
+				f.linkAt[k*links+int(v.ScopeId)] = int16(i)
+			}
+			continue
+		}
+		for int(v.FieldId) >= len(f.deviceAt) {
+			f.deviceAt = append(f.deviceAt, -1)
+		}
+		f.deviceAt[v.FieldId] = int16(i)
+	}
+	return f
 }
 
-func (f fieldValues) link(id uint32, link int) (float64, bool) {
-	v, ok := f[fieldKey{id: id, scope: uint32(link)}]
-	return v, ok
+// linkFieldIndex is id's index in linkFields, or -1 for a device-wide field.
+func linkFieldIndex(id uint32) int {
+	for k, f := range linkFields {
+		if f.id == id {
+			return k
+		}
+	}
+	return -1
 }
+
+func (f *fieldValues) get(id uint32) (float64, bool) {
+	if int(id) >= len(f.deviceAt) {
+		return 0, false
+	}
+	return f.at(f.deviceAt[id])
+}
+
+func (f *fieldValues) link(id uint32, link int) (float64, bool) {
+	k := linkFieldIndex(id)
+	if k < 0 || link < 0 || link >= f.links {
+		return 0, false
+	}
+	return f.at(f.linkAt[k*f.links+link])
+}
+
+func (f *fieldValues) at(i int16) (float64, bool) {
+	if i < 0 || !f.answered[i] {
+		return 0, false
+	}
+	return f.value[i], true
+}
+
+// clear forgets the last scrape's answers.
+func (f *fieldValues) clear() { clear(f.answered) }
 
 const callGetFieldValues = "nvmlDeviceGetFieldValues"
 
@@ -110,11 +165,8 @@ func newFieldRequest(m *metadata.MetricsConfig, links int) []nvml.FieldValue {
 }
 
 func (r *deviceRead) readFields() {
-	// The map is the GPU's, emptied and refilled every scrape (no allocation once sized).
-	if r.dev.fieldValues == nil {
-		r.dev.fieldValues = make(fieldValues, len(r.dev.fieldRequest))
-	}
-	clear(r.dev.fieldValues)
+	// The answers are the GPU's, emptied and refilled every scrape (no allocation).
+	r.dev.fieldValues.clear()
 	r.fields = r.dev.fieldValues
 	if r.skip(callGetFieldValues) || len(r.dev.fieldRequest) == 0 {
 		return
@@ -128,7 +180,7 @@ func (r *deviceRead) readFields() {
 	if !r.ok(callGetFieldValues, r.dev.handle.GetFieldValues(r.dev.fieldRequest)) {
 		return
 	}
-	for _, v := range r.dev.fieldRequest {
+	for i, v := range r.dev.fieldRequest {
 		ret := nvml.Return(v.NvmlReturn)
 		if ret != nvml.SUCCESS {
 			// A lost GPU can surface per field; any other per-field code means "not
@@ -140,7 +192,7 @@ func (r *deviceRead) readFields() {
 			continue
 		}
 		if x, ok := decodeFieldValue(v); ok {
-			r.fields[fieldKey{id: v.FieldId, scope: v.ScopeId}] = x
+			r.fields.value[i], r.fields.answered[i] = x, true
 		}
 	}
 }
