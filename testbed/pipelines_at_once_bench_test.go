@@ -13,8 +13,6 @@ package testbed
 import (
 	"fmt"
 	"os"
-	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -81,10 +79,7 @@ func TestPipelinesAtOnce(t *testing.T) {
 				agentOTLP := startNative(t, pOTLP, gpus, interval, "deploy/config-overlays/prometheus-otlp.yaml")
 				targets := dcgmExpositions(t, gpus, len(dcgmFields))
 				pB := prom.Start(t, "")
-				agentCfg := filepath.Join(t.TempDir(), "agent.yml")
-				_ = os.WriteFile(agentCfg, []byte(fmt.Sprintf("global: {scrape_interval: %s}\nscrape_configs:\n  - job_name: dcgm-exporter\n    static_configs: [{targets: %s}]\nremote_write:\n  - url: %s\n", interval, yamlTargets(targets), pB.RemoteWriteURL())), 0o600)
-				promAgent := proc.Start(t, "prometheus-agent", nil, promBin, prom.AgentModeFlag(t), "--config.file="+agentCfg,
-					"--storage.agent.path="+t.TempDir(), fmt.Sprintf("--web.listen-address=127.0.0.1:%d", proc.FreePort(t)))
+				promAgent := startPrometheusAgent(t, promBin, targets, interval, pB.RemoteWriteURL())
 
 				paths := []running{{native, pRW, agentRW}, {otlp, pOTLP, agentOTLP}, {agent, pB, promAgent}}
 				ms := measureTogether(t, warm, window, paths)
@@ -117,14 +112,4 @@ func joinRatios(rs []float64) string {
 		s[i] = fmt.Sprintf("%.2f", r)
 	}
 	return strings.Join(s, ", ")
-}
-
-func medianOf(vs []float64) float64 {
-	s := append([]float64(nil), vs...)
-	sort.Float64s(s)
-	if n := len(s); n%2 == 1 {
-		return s[n/2]
-	}
-	n := len(s)
-	return (s[n/2-1] + s[n/2]) / 2
 }

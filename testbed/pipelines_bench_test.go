@@ -193,6 +193,18 @@ func startNative(t *testing.T, p *prom.Server, gpus int, interval time.Duration,
 	return proc.Agent(t, "native", env, append(configs, overlay), health, strings.Fields(os.Getenv("BENCH_AGENT_SETS"))...)
 }
 
+// startPrometheusAgent runs Prometheus in agent mode, scraping the targets every interval
+// and remote-writing to rw (path b).
+func startPrometheusAgent(t *testing.T, promBin string, targets []string, interval time.Duration, rw string) *proc.Process {
+	t.Helper()
+	cfg := filepath.Join(t.TempDir(), "agent.yml")
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("global: {scrape_interval: %s}\nscrape_configs:\n  - job_name: dcgm-exporter\n    static_configs: [{targets: %s}]\nremote_write:\n  - url: %s\n", interval, yamlTargets(targets), rw)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return proc.Start(t, "prometheus-agent", nil, promBin, prom.AgentModeFlag(t), "--config.file="+cfg,
+		"--storage.agent.path="+t.TempDir(), fmt.Sprintf("--web.listen-address=127.0.0.1:%d", proc.FreePort(t)))
+}
+
 func scrapeConfig(t *testing.T, targets []string, interval time.Duration, rw string) string {
 	return fmt.Sprintf(`receivers:
   prometheus:
@@ -329,10 +341,7 @@ func TestPipelinesSideBySide(t *testing.T) {
 				for _, size := range benchExpositionSizes(nativePerGPU) {
 					targets := dcgmExpositions(t, gpus, size.perGPU)
 					p = prom.Start(t, "")
-					agentCfg := filepath.Join(t.TempDir(), "agent.yml")
-					_ = os.WriteFile(agentCfg, []byte(fmt.Sprintf("global: {scrape_interval: %s}\nscrape_configs:\n  - job_name: dcgm-exporter\n    static_configs: [{targets: %s}]\nremote_write:\n  - url: %s\n", interval, yamlTargets(targets), p.RemoteWriteURL())), 0o600)
-					promAgent := proc.Start(t, "prometheus-agent", nil, promBin, prom.AgentModeFlag(t), "--config.file="+agentCfg,
-						"--storage.agent.path="+t.TempDir(), fmt.Sprintf("--web.listen-address=127.0.0.1:%d", proc.FreePort(t)))
+					promAgent := startPrometheusAgent(t, promBin, targets, interval, p.RemoteWriteURL())
 					results.add(t, size.agentPath(), p, measure(t, p, promAgent, warm, window))
 					promAgent.Stop(10 * time.Second)
 					p.Stop()
@@ -417,17 +426,23 @@ func (r *pathResults) median(f func(measurement) float64) map[string]float64 {
 		for i, m := range runs {
 			vs[i] = f(m)
 		}
-		sort.Float64s(vs)
-		if n := len(vs); n%2 == 1 {
-			out[path] = vs[n/2]
-		} else {
-			out[path] = (vs[n/2-1] + vs[n/2]) / 2
-		}
+		out[path] = medianOf(vs)
 	}
 	return out
 }
 
 // write adds a row per path: its medians, and the highest peak RSS of its rounds.
+// medianOf is the median of vs (left unsorted).
+func medianOf(vs []float64) float64 {
+	s := append([]float64(nil), vs...)
+	sort.Float64s(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
 func (r *pathResults) write(table *strings.Builder, interval time.Duration) {
 	samples, perK, perMinute := r.median(r.samplesPerSecond), r.median(r.perK), r.median(r.perGPUMinute)
 	for _, path := range r.order {
