@@ -12,8 +12,6 @@ package testbed
 
 import (
 	"fmt"
-	"os"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -55,10 +53,7 @@ func measureTogether(t *testing.T, warm, window time.Duration, paths []running) 
 
 func TestPipelinesAtOnce(t *testing.T) {
 	warm, window := benchEnv("BENCH_WARMUP", 15*time.Second), benchEnv("BENCH_WINDOW", 60*time.Second)
-	rounds := 5
-	if v, err := strconv.Atoi(os.Getenv("BENCH_ROUNDS")); err == nil && v > 0 {
-		rounds = v
-	}
+	rounds := benchRounds(5)
 	promBin := prom.Binary(t)
 	gpuCounts, intervals := benchSizes(t)
 	const (

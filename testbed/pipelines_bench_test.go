@@ -145,6 +145,14 @@ func measure(t *testing.T, p *prom.Server, pipeline *proc.Process, warm, window 
 	return measurement{cpu: cpuOf(t, pipeline) - cpu0, samples: appended(t, p) - s0, peakRSS: peak}
 }
 
+// benchRounds is BENCH_ROUNDS, or def when it is unset or not a positive number.
+func benchRounds(def int) int {
+	if v, err := strconv.Atoi(os.Getenv("BENCH_ROUNDS")); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
 func benchEnv(name string, def time.Duration) time.Duration {
 	if v, err := time.ParseDuration(os.Getenv(name)); err == nil {
 		return v
@@ -276,10 +284,7 @@ func benchSizes(t *testing.T) ([]int, []time.Duration) {
 
 func TestPipelinesSideBySide(t *testing.T) {
 	warm, window := benchEnv("BENCH_WARMUP", 15*time.Second), benchEnv("BENCH_WINDOW", 60*time.Second)
-	rounds := 1
-	if v, err := strconv.Atoi(os.Getenv("BENCH_ROUNDS")); err == nil && v > 0 {
-		rounds = v
-	}
+	rounds := benchRounds(1)
 	promBin := prom.Binary(t)
 	gpuCounts, intervals := benchSizes(t)
 	var table strings.Builder
