@@ -4,8 +4,10 @@ import (
 	"sort"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/pdatautil"
+	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
 	"github.com/otelcol-gpu/otelcol-gpu/internal/gpuschema"
@@ -47,14 +49,24 @@ func (p *gpuEnrichProcessor) foldProcessSeries(md pmetric.Metrics, b *batch) int
 		for _, proc := range procs {
 			attrs := proc.rm.Resource().Attributes()
 			if v, ok := attrs.Get(gpuschema.ResourceProcessExecutableName); ok {
-				attrs.PutStr(gpuschema.ResourceProcessExecutableName, sanitizeExecutable(v.AsString(), cfg.MaxExecutableNameLength))
+				name := v.AsString()
+				if clean := sanitizeExecutable(name, cfg.MaxExecutableNameLength); clean != name || v.Type() != pcommon.ValueTypeStr {
+					attrs.PutStr(gpuschema.ResourceProcessExecutableName, clean)
+				}
 			}
 			if !cfg.KeepPID {
 				attrs.Remove(gpuschema.ResourceProcessPID)
 			}
-			replace[proc.rm] = true
 		}
 		groups := groupProcesses(procs)
+		if len(groups) == len(procs) && (cfg.MaxPerGPU == 0 || len(groups) <= cfg.MaxPerGPU) {
+			// Nothing to sum (a GPU's only process, the usual case, or processes that
+			// keep apart): the resources stay where they are.
+			continue
+		}
+		for _, proc := range procs {
+			replace[proc.rm] = true
+		}
 		if limit := cfg.MaxPerGPU; limit > 0 && len(groups) > limit {
 			sort.SliceStable(groups, func(i, j int) bool { return groups[i].memory > groups[j].memory })
 			other := &processGroup{}
@@ -85,6 +97,9 @@ func (p *gpuEnrichProcessor) foldProcessSeries(md pmetric.Metrics, b *batch) int
 
 // groupProcesses groups a GPU's processes by their (already final) resource attributes.
 func groupProcesses(procs []*processView) []*processGroup {
+	if len(procs) == 1 {
+		return []*processGroup{{procs: procs, memory: procs[0].mem}}
+	}
 	byKey := map[[16]byte]*processGroup{}
 	var groups []*processGroup
 	for _, proc := range procs {
@@ -138,6 +153,15 @@ func addValue(into, dp pmetric.NumberDataPoint) {
 // sanitizeExecutable keeps a process name a safe, bounded label value: printable
 // characters only (others become '_'), at most max runes.
 func sanitizeExecutable(name string, maxLen int) string {
+	if executableIsClean(name, maxLen) {
+		return name // most names: no copy, no allocation
+	}
+	return rewriteExecutable(name, maxLen)
+}
+
+// rewriteExecutable is sanitizeExecutable's rewrite: '_' for what is not printable, cut at
+// maxLen runes, trimmed.
+func rewriteExecutable(name string, maxLen int) string {
 	var b strings.Builder
 	n := 0
 	for _, r := range name {
@@ -151,4 +175,24 @@ func sanitizeExecutable(name string, maxLen int) string {
 		n++
 	}
 	return strings.TrimSpace(b.String())
+}
+
+// executableIsClean reports whether sanitizeExecutable would return name unchanged.
+func executableIsClean(name string, maxLen int) bool {
+	if name == "" || name[0] == ' ' || name[len(name)-1] == ' ' {
+		return name == ""
+	}
+	n := 0
+	for i, r := range name {
+		if n++; maxLen > 0 && n > maxLen {
+			return false
+		}
+		if !unicode.IsPrint(r) || unicode.IsSpace(r) && r != ' ' {
+			return false
+		}
+		if r == utf8.RuneError && !strings.HasPrefix(name[i:], "\uFFFD") {
+			return false // a byte that is not UTF-8, which the rewrite replaces
+		}
+	}
+	return true
 }

@@ -3,6 +3,7 @@ package gpuenrichprocessor
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -166,5 +167,30 @@ func TestExecutableNamesAreSanitisedAndCut(t *testing.T) {
 	require.NoError(t, err)
 	for k := range processSeries(out) {
 		assert.Len(t, k, 64)
+	}
+}
+
+// TestCleanExecutableNamesAreKeptAsTheyAre holds the shortcut for names that need no
+// rewrite to the rewrite itself: a name is taken as it is exactly when rewriting it
+// would not change it.
+func TestCleanExecutableNamesAreKeptAsTheyAre(t *testing.T) {
+	names := []string{"", "python3", "tritonserver", " python3", "python3 ", "my trainer", "a\tb", "evil\x00name",
+		"数据加载器", "\ufffd", "caf\u00e9", "nbsp\u00a0x", "zero\u200bwidth", "\x1b[31mred", strings.Repeat("a", 64), strings.Repeat("a", 65),
+		strings.Repeat("é", 64), strings.Repeat("é", 65), strings.Repeat("a", 63) + " b", "\xff\xfe"}
+	rng := rand.New(rand.NewPCG(1, 2))
+	alphabet := []rune{'a', 'Z', '0', ' ', '_', '\t', '\n', 0, 0x1b, 'é', '数', 0xa0, 0x200b, 0xfffd}
+	for range 2000 {
+		r := make([]rune, rng.IntN(12))
+		for i := range r {
+			r[i] = alphabet[rng.IntN(len(alphabet))]
+		}
+		names = append(names, string(r))
+	}
+	for _, maxLen := range []int{1, 5, 64} {
+		for _, name := range names {
+			want := rewriteExecutable(name, maxLen)
+			assert.Equal(t, want == name, executableIsClean(name, maxLen), "%q (max %d)", name, maxLen)
+			assert.Equal(t, want, sanitizeExecutable(name, maxLen), "%q (max %d)", name, maxLen)
+		}
 	}
 }
