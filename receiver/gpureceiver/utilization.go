@@ -119,7 +119,7 @@ func (r *deviceRead) engineUtilization(gpm *float64, kind nvml.SamplingType, cal
 
 // averageSamples averages the samples of one kind taken since the previous scrape.
 func (r *deviceRead) averageSamples(kind nvml.SamplingType) (float64, bool) {
-	call := callGetSamples + samplingSuffix(kind)
+	call := samplesCall(kind)
 	if r.skip(call) {
 		return 0, false
 	}
@@ -144,18 +144,21 @@ func (r *deviceRead) averageSamples(kind nvml.SamplingType) (float64, bool) {
 	return math.Min(percent, math.Max(0, sum/float64(n))), true
 }
 
-func samplingSuffix(kind nvml.SamplingType) string {
+// samplesCall names the nvmlDeviceGetSamples call of one sampling type, for the call
+// bookkeeping (unsupported calls are not made again); constant strings, so that naming
+// the call costs nothing on every scrape.
+func samplesCall(kind nvml.SamplingType) string {
 	switch kind {
 	case utilizationSamplesGPU:
-		return "(gpu)"
+		return callGetSamples + "(gpu)"
 	case utilizationSamplesMemory:
-		return "(memory)"
+		return callGetSamples + "(memory)"
 	case utilizationSamplesEncoder:
-		return "(encoder)"
+		return callGetSamples + "(encoder)"
 	case utilizationSamplesDecoder:
-		return "(decoder)"
+		return callGetSamples + "(decoder)"
 	}
-	return "(other)"
+	return callGetSamples + "(other)"
 }
 
 func decodeSample(t nvml.ValueType, v [8]byte) (float64, bool) {
