@@ -141,6 +141,9 @@ func (w *xidWatcher) record(ev nvml.EventData) {
 func (w *xidWatcher) snapshot(uuid string) map[uint64]uint64 {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if len(w.counts[uuid]) == 0 {
+		return nil // most GPUs, most of the time: nothing to copy
+	}
 	out := make(map[uint64]uint64, len(w.counts[uuid]))
 	for code, n := range w.counts[uuid] {
 		out[code] = n
