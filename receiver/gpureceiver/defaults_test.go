@@ -275,7 +275,8 @@ func TestFullOverlayTurnsOnEverything(t *testing.T) {
 	var md struct {
 		ResourceAttributes map[string]any `yaml:"resource_attributes"`
 		Attributes         map[string]struct {
-			Enum []string `yaml:"enum"`
+			Enum             []string `yaml:"enum"`
+			RequirementLevel string   `yaml:"requirement_level"`
 		} `yaml:"attributes"`
 		Metrics map[string]struct {
 			Attributes []string `yaml:"attributes"`
@@ -287,9 +288,17 @@ func TestFullOverlayTurnsOnEverything(t *testing.T) {
 	require.NoError(t, conf.Marshal(fullTestConfig(t)))
 	for name, m := range md.Metrics {
 		assert.Equal(t, true, conf.Get("metrics::"+name+"::enabled"), name)
-		if len(m.Attributes) > 0 {
+		// A metric whose attributes are all required has no attributes setting (they are
+		// always on); one with any other lists them all, the required ones included.
+		want := []string(nil)
+		for _, a := range m.Attributes {
+			if md.Attributes[a].RequirementLevel != "required" {
+				want = append([]string(nil), m.Attributes...)
+				break
+			}
+		}
+		if len(want) > 0 {
 			got := stringsOf(conf.Get("metrics::" + name + "::attributes"))
-			want := append([]string(nil), m.Attributes...)
 			sort.Strings(got)
 			sort.Strings(want)
 			assert.Equal(t, want, got, "%s: every attribute", name)

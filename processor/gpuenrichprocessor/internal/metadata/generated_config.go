@@ -117,20 +117,10 @@ func (ms *NvidiaGpuAttributionUnmappedDevicesMetricConfig) Validate() error {
 	return nil
 }
 
-// NvidiaGpuBottleneckMetricAttributeKey specifies the key of an attribute for the nvidia.gpu.bottleneck metric.
-type NvidiaGpuBottleneckMetricAttributeKey string
-
-const (
-	NvidiaGpuBottleneckMetricAttributeKeyNvidiaGpuBottleneckClass NvidiaGpuBottleneckMetricAttributeKey = "nvidia.gpu.bottleneck.class"
-)
-
 // NvidiaGpuBottleneckMetricConfig provides config for the nvidia.gpu.bottleneck metric.
 type NvidiaGpuBottleneckMetricConfig struct {
 	Enabled          bool `mapstructure:"enabled"`
 	enabledSetByUser bool
-
-	AggregationStrategy string                                  `mapstructure:"aggregation_strategy"`
-	EnabledAttributes   []NvidiaGpuBottleneckMetricAttributeKey `mapstructure:"attributes"`
 }
 
 func (ms *NvidiaGpuBottleneckMetricConfig) Unmarshal(parser *confmap.Conf) error {
@@ -144,24 +134,6 @@ func (ms *NvidiaGpuBottleneckMetricConfig) Unmarshal(parser *confmap.Conf) error
 	}
 
 	ms.enabledSetByUser = parser.IsSet("enabled")
-	return nil
-}
-
-func (ms *NvidiaGpuBottleneckMetricConfig) Validate() error {
-	for _, val := range ms.EnabledAttributes {
-		switch val {
-		case NvidiaGpuBottleneckMetricAttributeKeyNvidiaGpuBottleneckClass:
-		default:
-			return fmt.Errorf("metric nvidia.gpu.bottleneck doesn't have an attribute %v, valid attributes: [nvidia.gpu.bottleneck.class]", val)
-		}
-	}
-
-	switch ms.AggregationStrategy {
-	case AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax:
-	default:
-		return fmt.Errorf("invalid aggregation strategy %q, valid strategies: [%s, %s, %s, %s]", ms.AggregationStrategy, AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax)
-	}
-
 	return nil
 }
 
@@ -501,20 +473,10 @@ func (ms *NvidiaGpuProcessesFoldedMetricConfig) Unmarshal(parser *confmap.Conf) 
 	return nil
 }
 
-// NvidiaGpuThrottledMetricAttributeKey specifies the key of an attribute for the nvidia.gpu.throttled metric.
-type NvidiaGpuThrottledMetricAttributeKey string
-
-const (
-	NvidiaGpuThrottledMetricAttributeKeyNvidiaGpuThrottleCause NvidiaGpuThrottledMetricAttributeKey = "nvidia.gpu.throttle.cause"
-)
-
 // NvidiaGpuThrottledMetricConfig provides config for the nvidia.gpu.throttled metric.
 type NvidiaGpuThrottledMetricConfig struct {
 	Enabled          bool `mapstructure:"enabled"`
 	enabledSetByUser bool
-
-	AggregationStrategy string                                 `mapstructure:"aggregation_strategy"`
-	EnabledAttributes   []NvidiaGpuThrottledMetricAttributeKey `mapstructure:"attributes"`
 }
 
 func (ms *NvidiaGpuThrottledMetricConfig) Unmarshal(parser *confmap.Conf) error {
@@ -528,24 +490,6 @@ func (ms *NvidiaGpuThrottledMetricConfig) Unmarshal(parser *confmap.Conf) error 
 	}
 
 	ms.enabledSetByUser = parser.IsSet("enabled")
-	return nil
-}
-
-func (ms *NvidiaGpuThrottledMetricConfig) Validate() error {
-	for _, val := range ms.EnabledAttributes {
-		switch val {
-		case NvidiaGpuThrottledMetricAttributeKeyNvidiaGpuThrottleCause:
-		default:
-			return fmt.Errorf("metric nvidia.gpu.throttled doesn't have an attribute %v, valid attributes: [nvidia.gpu.throttle.cause]", val)
-		}
-	}
-
-	switch ms.AggregationStrategy {
-	case AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax:
-	default:
-		return fmt.Errorf("invalid aggregation strategy %q, valid strategies: [%s, %s, %s, %s]", ms.AggregationStrategy, AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax)
-	}
-
 	return nil
 }
 
@@ -590,9 +534,7 @@ func DefaultMetricsConfig() MetricsConfig {
 			EnabledAttributes:   []NvidiaGpuAttributionUnmappedDevicesMetricAttributeKey{NvidiaGpuAttributionUnmappedDevicesMetricAttributeKeyNvidiaGpuResourceName},
 		},
 		NvidiaGpuBottleneck: NvidiaGpuBottleneckMetricConfig{
-			Enabled:             true,
-			AggregationStrategy: AggregationStrategySum,
-			EnabledAttributes:   []NvidiaGpuBottleneckMetricAttributeKey{NvidiaGpuBottleneckMetricAttributeKeyNvidiaGpuBottleneckClass},
+			Enabled: true,
 		},
 		NvidiaGpuDevicesAllocatable: NvidiaGpuDevicesAllocatableMetricConfig{
 			Enabled:             true,
@@ -641,9 +583,7 @@ func DefaultMetricsConfig() MetricsConfig {
 			Enabled: true,
 		},
 		NvidiaGpuThrottled: NvidiaGpuThrottledMetricConfig{
-			Enabled:             true,
-			AggregationStrategy: AggregationStrategySum,
-			EnabledAttributes:   []NvidiaGpuThrottledMetricAttributeKey{NvidiaGpuThrottledMetricAttributeKeyNvidiaGpuThrottleCause},
+			Enabled: true,
 		},
 	}
 }

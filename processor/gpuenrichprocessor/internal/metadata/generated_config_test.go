@@ -41,9 +41,7 @@ func TestMetricsBuilderConfig(t *testing.T) {
 						EnabledAttributes:   []NvidiaGpuAttributionUnmappedDevicesMetricAttributeKey{NvidiaGpuAttributionUnmappedDevicesMetricAttributeKeyNvidiaGpuResourceName},
 					},
 					NvidiaGpuBottleneck: NvidiaGpuBottleneckMetricConfig{
-						Enabled:             true,
-						AggregationStrategy: AggregationStrategySum,
-						EnabledAttributes:   []NvidiaGpuBottleneckMetricAttributeKey{NvidiaGpuBottleneckMetricAttributeKeyNvidiaGpuBottleneckClass},
+						Enabled: true,
 					},
 					NvidiaGpuDevicesAllocatable: NvidiaGpuDevicesAllocatableMetricConfig{
 						Enabled:             true,
@@ -92,9 +90,7 @@ func TestMetricsBuilderConfig(t *testing.T) {
 						Enabled: true,
 					},
 					NvidiaGpuThrottled: NvidiaGpuThrottledMetricConfig{
-						Enabled:             true,
-						AggregationStrategy: AggregationStrategySum,
-						EnabledAttributes:   []NvidiaGpuThrottledMetricAttributeKey{NvidiaGpuThrottledMetricAttributeKeyNvidiaGpuThrottleCause},
+						Enabled: true,
 					},
 				},
 				ResourceAttributes: ResourceAttributesConfig{
@@ -130,9 +126,7 @@ func TestMetricsBuilderConfig(t *testing.T) {
 						EnabledAttributes:   []NvidiaGpuAttributionUnmappedDevicesMetricAttributeKey{NvidiaGpuAttributionUnmappedDevicesMetricAttributeKeyNvidiaGpuResourceName},
 					},
 					NvidiaGpuBottleneck: NvidiaGpuBottleneckMetricConfig{
-						Enabled:             false,
-						AggregationStrategy: AggregationStrategySum,
-						EnabledAttributes:   []NvidiaGpuBottleneckMetricAttributeKey{NvidiaGpuBottleneckMetricAttributeKeyNvidiaGpuBottleneckClass},
+						Enabled: false,
 					},
 					NvidiaGpuDevicesAllocatable: NvidiaGpuDevicesAllocatableMetricConfig{
 						Enabled:             false,
@@ -181,9 +175,7 @@ func TestMetricsBuilderConfig(t *testing.T) {
 						Enabled: false,
 					},
 					NvidiaGpuThrottled: NvidiaGpuThrottledMetricConfig{
-						Enabled:             false,
-						AggregationStrategy: AggregationStrategySum,
-						EnabledAttributes:   []NvidiaGpuThrottledMetricAttributeKey{NvidiaGpuThrottledMetricAttributeKeyNvidiaGpuThrottleCause},
+						Enabled: false,
 					},
 				},
 				ResourceAttributes: ResourceAttributesConfig{
@@ -222,18 +214,6 @@ func TestNvidiaGpuAttributionUnmappedDevicesMetricsConfig_Validate(t *testing.T)
 	require.ErrorContains(t, cfg.Validate(), "invalid aggregation strategy")
 }
 
-func TestNvidiaGpuBottleneckMetricsConfig_Validate(t *testing.T) {
-	cfg := DefaultMetricsConfig().NvidiaGpuBottleneck
-	require.NoError(t, cfg.Validate())
-
-	cfg.EnabledAttributes = []NvidiaGpuBottleneckMetricAttributeKey{"invalid"}
-	require.ErrorContains(t, cfg.Validate(), "metric nvidia.gpu.bottleneck doesn't have an attribute invalid, valid attributes: [nvidia.gpu.bottleneck.class]")
-
-	cfg = DefaultMetricsConfig().NvidiaGpuBottleneck
-	cfg.AggregationStrategy = "invalid"
-	require.ErrorContains(t, cfg.Validate(), "invalid aggregation strategy")
-}
-
 func TestNvidiaGpuDevicesAllocatableMetricsConfig_Validate(t *testing.T) {
 	cfg := DefaultMetricsConfig().NvidiaGpuDevicesAllocatable
 	require.NoError(t, cfg.Validate())
@@ -254,18 +234,6 @@ func TestNvidiaGpuDevicesAllocatedMetricsConfig_Validate(t *testing.T) {
 	require.ErrorContains(t, cfg.Validate(), "metric nvidia.gpu.devices.allocated doesn't have an attribute invalid, valid attributes: [nvidia.gpu.resource_name]")
 
 	cfg = DefaultMetricsConfig().NvidiaGpuDevicesAllocated
-	cfg.AggregationStrategy = "invalid"
-	require.ErrorContains(t, cfg.Validate(), "invalid aggregation strategy")
-}
-
-func TestNvidiaGpuThrottledMetricsConfig_Validate(t *testing.T) {
-	cfg := DefaultMetricsConfig().NvidiaGpuThrottled
-	require.NoError(t, cfg.Validate())
-
-	cfg.EnabledAttributes = []NvidiaGpuThrottledMetricAttributeKey{"invalid"}
-	require.ErrorContains(t, cfg.Validate(), "metric nvidia.gpu.throttled doesn't have an attribute invalid, valid attributes: [nvidia.gpu.throttle.cause]")
-
-	cfg = DefaultMetricsConfig().NvidiaGpuThrottled
 	cfg.AggregationStrategy = "invalid"
 	require.ErrorContains(t, cfg.Validate(), "invalid aggregation strategy")
 }

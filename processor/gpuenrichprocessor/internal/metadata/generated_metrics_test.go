@@ -68,10 +68,8 @@ func TestMetricsBuilder(t *testing.T) {
 			mb := NewMetricsBuilder(loadMetricsBuilderConfig(t, tt.name), settings, WithStartTime(start))
 			aggMap := make(map[string]string) // contains the aggregation strategies for each metric name
 			aggMap["nvidia.gpu.attribution.unmapped_devices"] = mb.metricNvidiaGpuAttributionUnmappedDevices.config.AggregationStrategy
-			aggMap["nvidia.gpu.bottleneck"] = mb.metricNvidiaGpuBottleneck.config.AggregationStrategy
 			aggMap["nvidia.gpu.devices.allocatable"] = mb.metricNvidiaGpuDevicesAllocatable.config.AggregationStrategy
 			aggMap["nvidia.gpu.devices.allocated"] = mb.metricNvidiaGpuDevicesAllocated.config.AggregationStrategy
-			aggMap["nvidia.gpu.throttled"] = mb.metricNvidiaGpuThrottled.config.AggregationStrategy
 
 			expectedWarnings := 0
 			if tt.metricsSet != testDataSetReag {
@@ -98,9 +96,6 @@ func TestMetricsBuilder(t *testing.T) {
 			defaultMetricsCount++
 			allMetricsCount++
 			mb.RecordNvidiaGpuBottleneckDataPoint(ts, 1, AttributeNvidiaGpuBottleneckClassComputeBound)
-			if tt.name == "reaggregate_set" {
-				mb.RecordNvidiaGpuBottleneckDataPoint(ts, 3, AttributeNvidiaGpuBottleneckClassMemoryBound)
-			}
 			defaultMetricsCount++
 			allMetricsCount++
 			mb.RecordNvidiaGpuDevicesAllocatableDataPoint(ts, 1, "nvidia.gpu.resource_name-val")
@@ -152,9 +147,6 @@ func TestMetricsBuilder(t *testing.T) {
 			defaultMetricsCount++
 			allMetricsCount++
 			mb.RecordNvidiaGpuThrottledDataPoint(ts, 1, AttributeNvidiaGpuThrottleCauseThermal)
-			if tt.name == "reaggregate_set" {
-				mb.RecordNvidiaGpuThrottledDataPoint(ts, 3, AttributeNvidiaGpuThrottleCausePower)
-			}
 
 			rb := mb.NewResourceBuilder()
 			rb.SetContainerID("container.id-val")
@@ -171,10 +163,8 @@ func TestMetricsBuilder(t *testing.T) {
 			metrics := mb.Emit(WithResource(res))
 			if tt.name == "reaggregate_set" {
 				assert.Empty(t, mb.metricNvidiaGpuAttributionUnmappedDevices.aggDataPoints)
-				assert.Empty(t, mb.metricNvidiaGpuBottleneck.aggDataPoints)
 				assert.Empty(t, mb.metricNvidiaGpuDevicesAllocatable.aggDataPoints)
 				assert.Empty(t, mb.metricNvidiaGpuDevicesAllocated.aggDataPoints)
-				assert.Empty(t, mb.metricNvidiaGpuThrottled.aggDataPoints)
 			}
 
 			if tt.expectEmpty {
@@ -281,49 +271,22 @@ func TestMetricsBuilder(t *testing.T) {
 						assert.False(t, ok)
 					}
 				case "nvidia.gpu.bottleneck":
-					if tt.name != "reaggregate_set" {
-						assert.False(t, validatedMetrics["nvidia.gpu.bottleneck"], "Found a duplicate in the metrics slice: nvidia.gpu.bottleneck")
-						validatedMetrics["nvidia.gpu.bottleneck"] = true
-						assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
-						assert.Equal(t, 1, mi.Sum().DataPoints().Len())
-						assert.Equal(t, "The GPU's current bottleneck class: one series, 1, labelled with the class; when the class changes, the previous class's series ends (end_series).", mi.Description())
-						assert.Equal(t, "1", mi.Unit())
-						assert.False(t, mi.Sum().IsMonotonic())
-						assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
-						dp := mi.Sum().DataPoints().At(0)
-						assert.Equal(t, start, dp.StartTimestamp())
-						assert.Equal(t, ts, dp.Timestamp())
-						assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
-						assert.Equal(t, int64(1), dp.IntValue())
-						nvidiaGpuBottleneckClassAttrVal, ok := dp.Attributes().Get("nvidia.gpu.bottleneck.class")
-						assert.True(t, ok)
-						assert.Equal(t, "compute_bound", nvidiaGpuBottleneckClassAttrVal.Str())
-					} else {
-						assert.False(t, validatedMetrics["nvidia.gpu.bottleneck"], "Found a duplicate in the metrics slice: nvidia.gpu.bottleneck")
-						validatedMetrics["nvidia.gpu.bottleneck"] = true
-						assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
-						assert.Equal(t, 1, mi.Sum().DataPoints().Len())
-						assert.Equal(t, "The GPU's current bottleneck class: one series, 1, labelled with the class; when the class changes, the previous class's series ends (end_series).", mi.Description())
-						assert.Equal(t, "1", mi.Unit())
-						assert.False(t, mi.Sum().IsMonotonic())
-						assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
-						dp := mi.Sum().DataPoints().At(0)
-						assert.Equal(t, start, dp.StartTimestamp())
-						assert.Equal(t, ts, dp.Timestamp())
-						assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
-						switch aggMap["nvidia.gpu.bottleneck"] {
-						case "sum":
-							assert.Equal(t, int64(4), dp.IntValue())
-						case "avg":
-							assert.Equal(t, int64(2), dp.IntValue())
-						case "min":
-							assert.Equal(t, int64(1), dp.IntValue())
-						case "max":
-							assert.Equal(t, int64(3), dp.IntValue())
-						}
-						_, ok := dp.Attributes().Get("nvidia.gpu.bottleneck.class")
-						assert.False(t, ok)
-					}
+					assert.False(t, validatedMetrics["nvidia.gpu.bottleneck"], "Found a duplicate in the metrics slice: nvidia.gpu.bottleneck")
+					validatedMetrics["nvidia.gpu.bottleneck"] = true
+					assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
+					assert.Equal(t, 1, mi.Sum().DataPoints().Len())
+					assert.Equal(t, "The GPU's current bottleneck class: one series, 1, labelled with the class; when the class changes, the previous class's series ends (end_series).", mi.Description())
+					assert.Equal(t, "1", mi.Unit())
+					assert.False(t, mi.Sum().IsMonotonic())
+					assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
+					dp := mi.Sum().DataPoints().At(0)
+					assert.Equal(t, start, dp.StartTimestamp())
+					assert.Equal(t, ts, dp.Timestamp())
+					assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
+					assert.Equal(t, int64(1), dp.IntValue())
+					nvidiaGpuBottleneckClassAttrVal, ok := dp.Attributes().Get("nvidia.gpu.bottleneck.class")
+					assert.True(t, ok)
+					assert.Equal(t, "compute_bound", nvidiaGpuBottleneckClassAttrVal.Str())
 				case "nvidia.gpu.devices.allocatable":
 					if tt.name != "reaggregate_set" {
 						assert.False(t, validatedMetrics["nvidia.gpu.devices.allocatable"], "Found a duplicate in the metrics slice: nvidia.gpu.devices.allocatable")
@@ -573,49 +536,22 @@ func TestMetricsBuilder(t *testing.T) {
 					assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
 					assert.Equal(t, int64(1), dp.IntValue())
 				case "nvidia.gpu.throttled":
-					if tt.name != "reaggregate_set" {
-						assert.False(t, validatedMetrics["nvidia.gpu.throttled"], "Found a duplicate in the metrics slice: nvidia.gpu.throttled")
-						validatedMetrics["nvidia.gpu.throttled"] = true
-						assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
-						assert.Equal(t, 1, mi.Sum().DataPoints().Len())
-						assert.Equal(t, "1 while the GPU's clocks are held down for that cause class, else 0.", mi.Description())
-						assert.Equal(t, "1", mi.Unit())
-						assert.False(t, mi.Sum().IsMonotonic())
-						assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
-						dp := mi.Sum().DataPoints().At(0)
-						assert.Equal(t, start, dp.StartTimestamp())
-						assert.Equal(t, ts, dp.Timestamp())
-						assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
-						assert.Equal(t, int64(1), dp.IntValue())
-						nvidiaGpuThrottleCauseAttrVal, ok := dp.Attributes().Get("nvidia.gpu.throttle.cause")
-						assert.True(t, ok)
-						assert.Equal(t, "thermal", nvidiaGpuThrottleCauseAttrVal.Str())
-					} else {
-						assert.False(t, validatedMetrics["nvidia.gpu.throttled"], "Found a duplicate in the metrics slice: nvidia.gpu.throttled")
-						validatedMetrics["nvidia.gpu.throttled"] = true
-						assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
-						assert.Equal(t, 1, mi.Sum().DataPoints().Len())
-						assert.Equal(t, "1 while the GPU's clocks are held down for that cause class, else 0.", mi.Description())
-						assert.Equal(t, "1", mi.Unit())
-						assert.False(t, mi.Sum().IsMonotonic())
-						assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
-						dp := mi.Sum().DataPoints().At(0)
-						assert.Equal(t, start, dp.StartTimestamp())
-						assert.Equal(t, ts, dp.Timestamp())
-						assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
-						switch aggMap["nvidia.gpu.throttled"] {
-						case "sum":
-							assert.Equal(t, int64(4), dp.IntValue())
-						case "avg":
-							assert.Equal(t, int64(2), dp.IntValue())
-						case "min":
-							assert.Equal(t, int64(1), dp.IntValue())
-						case "max":
-							assert.Equal(t, int64(3), dp.IntValue())
-						}
-						_, ok := dp.Attributes().Get("nvidia.gpu.throttle.cause")
-						assert.False(t, ok)
-					}
+					assert.False(t, validatedMetrics["nvidia.gpu.throttled"], "Found a duplicate in the metrics slice: nvidia.gpu.throttled")
+					validatedMetrics["nvidia.gpu.throttled"] = true
+					assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
+					assert.Equal(t, 1, mi.Sum().DataPoints().Len())
+					assert.Equal(t, "1 while the GPU's clocks are held down for that cause class, else 0.", mi.Description())
+					assert.Equal(t, "1", mi.Unit())
+					assert.False(t, mi.Sum().IsMonotonic())
+					assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
+					dp := mi.Sum().DataPoints().At(0)
+					assert.Equal(t, start, dp.StartTimestamp())
+					assert.Equal(t, ts, dp.Timestamp())
+					assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
+					assert.Equal(t, int64(1), dp.IntValue())
+					nvidiaGpuThrottleCauseAttrVal, ok := dp.Attributes().Get("nvidia.gpu.throttle.cause")
+					assert.True(t, ok)
+					assert.Equal(t, "thermal", nvidiaGpuThrottleCauseAttrVal.Str())
 				}
 			}
 		})

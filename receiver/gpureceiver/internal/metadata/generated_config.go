@@ -4,6 +4,7 @@ package metadata
 
 import (
 	"fmt"
+	"slices"
 
 	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/filter"
@@ -166,20 +167,10 @@ func (ms *HwGpuMemoryUsageMetricConfig) Unmarshal(parser *confmap.Conf) error {
 	return nil
 }
 
-// HwGpuUtilizationMetricAttributeKey specifies the key of an attribute for the hw.gpu.utilization metric.
-type HwGpuUtilizationMetricAttributeKey string
-
-const (
-	HwGpuUtilizationMetricAttributeKeyHwGpuTask HwGpuUtilizationMetricAttributeKey = "hw.gpu.task"
-)
-
 // HwGpuUtilizationMetricConfig provides config for the hw.gpu.utilization metric.
 type HwGpuUtilizationMetricConfig struct {
 	Enabled          bool `mapstructure:"enabled"`
 	enabledSetByUser bool
-
-	AggregationStrategy string                               `mapstructure:"aggregation_strategy"`
-	EnabledAttributes   []HwGpuUtilizationMetricAttributeKey `mapstructure:"attributes"`
 }
 
 func (ms *HwGpuUtilizationMetricConfig) Unmarshal(parser *confmap.Conf) error {
@@ -193,24 +184,6 @@ func (ms *HwGpuUtilizationMetricConfig) Unmarshal(parser *confmap.Conf) error {
 	}
 
 	ms.enabledSetByUser = parser.IsSet("enabled")
-	return nil
-}
-
-func (ms *HwGpuUtilizationMetricConfig) Validate() error {
-	for _, val := range ms.EnabledAttributes {
-		switch val {
-		case HwGpuUtilizationMetricAttributeKeyHwGpuTask:
-		default:
-			return fmt.Errorf("metric hw.gpu.utilization doesn't have an attribute %v, valid attributes: [hw.gpu.task]", val)
-		}
-	}
-
-	switch ms.AggregationStrategy {
-	case AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax:
-	default:
-		return fmt.Errorf("invalid aggregation strategy %q, valid strategies: [%s, %s, %s, %s]", ms.AggregationStrategy, AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax)
-	}
-
 	return nil
 }
 
@@ -234,20 +207,10 @@ func (ms *HwPowerMetricConfig) Unmarshal(parser *confmap.Conf) error {
 	return nil
 }
 
-// HwStatusMetricAttributeKey specifies the key of an attribute for the hw.status metric.
-type HwStatusMetricAttributeKey string
-
-const (
-	HwStatusMetricAttributeKeyHwState HwStatusMetricAttributeKey = "hw.state"
-)
-
 // HwStatusMetricConfig provides config for the hw.status metric.
 type HwStatusMetricConfig struct {
 	Enabled          bool `mapstructure:"enabled"`
 	enabledSetByUser bool
-
-	AggregationStrategy string                       `mapstructure:"aggregation_strategy"`
-	EnabledAttributes   []HwStatusMetricAttributeKey `mapstructure:"attributes"`
 }
 
 func (ms *HwStatusMetricConfig) Unmarshal(parser *confmap.Conf) error {
@@ -264,38 +227,10 @@ func (ms *HwStatusMetricConfig) Unmarshal(parser *confmap.Conf) error {
 	return nil
 }
 
-func (ms *HwStatusMetricConfig) Validate() error {
-	for _, val := range ms.EnabledAttributes {
-		switch val {
-		case HwStatusMetricAttributeKeyHwState:
-		default:
-			return fmt.Errorf("metric hw.status doesn't have an attribute %v, valid attributes: [hw.state]", val)
-		}
-	}
-
-	switch ms.AggregationStrategy {
-	case AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax:
-	default:
-		return fmt.Errorf("invalid aggregation strategy %q, valid strategies: [%s, %s, %s, %s]", ms.AggregationStrategy, AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax)
-	}
-
-	return nil
-}
-
-// HwTemperatureMetricAttributeKey specifies the key of an attribute for the hw.temperature metric.
-type HwTemperatureMetricAttributeKey string
-
-const (
-	HwTemperatureMetricAttributeKeyHwSensorLocation HwTemperatureMetricAttributeKey = "hw.sensor_location"
-)
-
 // HwTemperatureMetricConfig provides config for the hw.temperature metric.
 type HwTemperatureMetricConfig struct {
 	Enabled          bool `mapstructure:"enabled"`
 	enabledSetByUser bool
-
-	AggregationStrategy string                            `mapstructure:"aggregation_strategy"`
-	EnabledAttributes   []HwTemperatureMetricAttributeKey `mapstructure:"attributes"`
 }
 
 func (ms *HwTemperatureMetricConfig) Unmarshal(parser *confmap.Conf) error {
@@ -309,24 +244,6 @@ func (ms *HwTemperatureMetricConfig) Unmarshal(parser *confmap.Conf) error {
 	}
 
 	ms.enabledSetByUser = parser.IsSet("enabled")
-	return nil
-}
-
-func (ms *HwTemperatureMetricConfig) Validate() error {
-	for _, val := range ms.EnabledAttributes {
-		switch val {
-		case HwTemperatureMetricAttributeKeyHwSensorLocation:
-		default:
-			return fmt.Errorf("metric hw.temperature doesn't have an attribute %v, valid attributes: [hw.sensor_location]", val)
-		}
-	}
-
-	switch ms.AggregationStrategy {
-	case AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax:
-	default:
-		return fmt.Errorf("invalid aggregation strategy %q, valid strategies: [%s, %s, %s, %s]", ms.AggregationStrategy, AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax)
-	}
-
 	return nil
 }
 
@@ -369,6 +286,9 @@ func (ms *HwTemperatureLimitMetricConfig) Validate() error {
 			return fmt.Errorf("metric hw.temperature.limit doesn't have an attribute %v, valid attributes: [hw.sensor_location, hw.limit_type]", val)
 		}
 	}
+	if !slices.Contains(ms.EnabledAttributes, HwTemperatureLimitMetricAttributeKeyHwSensorLocation) {
+		return fmt.Errorf("hw.sensor_location is a required attribute for hw.temperature.limit metric and must be included")
+	}
 
 	switch ms.AggregationStrategy {
 	case AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax:
@@ -379,20 +299,10 @@ func (ms *HwTemperatureLimitMetricConfig) Validate() error {
 	return nil
 }
 
-// NvidiaGpuClockFrequencyMetricAttributeKey specifies the key of an attribute for the nvidia.gpu.clock.frequency metric.
-type NvidiaGpuClockFrequencyMetricAttributeKey string
-
-const (
-	NvidiaGpuClockFrequencyMetricAttributeKeyNvidiaGpuClockType NvidiaGpuClockFrequencyMetricAttributeKey = "nvidia.gpu.clock.type"
-)
-
 // NvidiaGpuClockFrequencyMetricConfig provides config for the nvidia.gpu.clock.frequency metric.
 type NvidiaGpuClockFrequencyMetricConfig struct {
 	Enabled          bool `mapstructure:"enabled"`
 	enabledSetByUser bool
-
-	AggregationStrategy string                                      `mapstructure:"aggregation_strategy"`
-	EnabledAttributes   []NvidiaGpuClockFrequencyMetricAttributeKey `mapstructure:"attributes"`
 }
 
 func (ms *NvidiaGpuClockFrequencyMetricConfig) Unmarshal(parser *confmap.Conf) error {
@@ -409,38 +319,10 @@ func (ms *NvidiaGpuClockFrequencyMetricConfig) Unmarshal(parser *confmap.Conf) e
 	return nil
 }
 
-func (ms *NvidiaGpuClockFrequencyMetricConfig) Validate() error {
-	for _, val := range ms.EnabledAttributes {
-		switch val {
-		case NvidiaGpuClockFrequencyMetricAttributeKeyNvidiaGpuClockType:
-		default:
-			return fmt.Errorf("metric nvidia.gpu.clock.frequency doesn't have an attribute %v, valid attributes: [nvidia.gpu.clock.type]", val)
-		}
-	}
-
-	switch ms.AggregationStrategy {
-	case AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax:
-	default:
-		return fmt.Errorf("invalid aggregation strategy %q, valid strategies: [%s, %s, %s, %s]", ms.AggregationStrategy, AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax)
-	}
-
-	return nil
-}
-
-// NvidiaGpuClockFrequencyMaxMetricAttributeKey specifies the key of an attribute for the nvidia.gpu.clock.frequency.max metric.
-type NvidiaGpuClockFrequencyMaxMetricAttributeKey string
-
-const (
-	NvidiaGpuClockFrequencyMaxMetricAttributeKeyNvidiaGpuClockType NvidiaGpuClockFrequencyMaxMetricAttributeKey = "nvidia.gpu.clock.type"
-)
-
 // NvidiaGpuClockFrequencyMaxMetricConfig provides config for the nvidia.gpu.clock.frequency.max metric.
 type NvidiaGpuClockFrequencyMaxMetricConfig struct {
 	Enabled          bool `mapstructure:"enabled"`
 	enabledSetByUser bool
-
-	AggregationStrategy string                                         `mapstructure:"aggregation_strategy"`
-	EnabledAttributes   []NvidiaGpuClockFrequencyMaxMetricAttributeKey `mapstructure:"attributes"`
 }
 
 func (ms *NvidiaGpuClockFrequencyMaxMetricConfig) Unmarshal(parser *confmap.Conf) error {
@@ -457,38 +339,10 @@ func (ms *NvidiaGpuClockFrequencyMaxMetricConfig) Unmarshal(parser *confmap.Conf
 	return nil
 }
 
-func (ms *NvidiaGpuClockFrequencyMaxMetricConfig) Validate() error {
-	for _, val := range ms.EnabledAttributes {
-		switch val {
-		case NvidiaGpuClockFrequencyMaxMetricAttributeKeyNvidiaGpuClockType:
-		default:
-			return fmt.Errorf("metric nvidia.gpu.clock.frequency.max doesn't have an attribute %v, valid attributes: [nvidia.gpu.clock.type]", val)
-		}
-	}
-
-	switch ms.AggregationStrategy {
-	case AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax:
-	default:
-		return fmt.Errorf("invalid aggregation strategy %q, valid strategies: [%s, %s, %s, %s]", ms.AggregationStrategy, AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax)
-	}
-
-	return nil
-}
-
-// NvidiaGpuClockEventActiveMetricAttributeKey specifies the key of an attribute for the nvidia.gpu.clock_event.active metric.
-type NvidiaGpuClockEventActiveMetricAttributeKey string
-
-const (
-	NvidiaGpuClockEventActiveMetricAttributeKeyNvidiaGpuClockEventReason NvidiaGpuClockEventActiveMetricAttributeKey = "nvidia.gpu.clock_event.reason"
-)
-
 // NvidiaGpuClockEventActiveMetricConfig provides config for the nvidia.gpu.clock_event.active metric.
 type NvidiaGpuClockEventActiveMetricConfig struct {
 	Enabled          bool `mapstructure:"enabled"`
 	enabledSetByUser bool
-
-	AggregationStrategy string                                        `mapstructure:"aggregation_strategy"`
-	EnabledAttributes   []NvidiaGpuClockEventActiveMetricAttributeKey `mapstructure:"attributes"`
 }
 
 func (ms *NvidiaGpuClockEventActiveMetricConfig) Unmarshal(parser *confmap.Conf) error {
@@ -502,24 +356,6 @@ func (ms *NvidiaGpuClockEventActiveMetricConfig) Unmarshal(parser *confmap.Conf)
 	}
 
 	ms.enabledSetByUser = parser.IsSet("enabled")
-	return nil
-}
-
-func (ms *NvidiaGpuClockEventActiveMetricConfig) Validate() error {
-	for _, val := range ms.EnabledAttributes {
-		switch val {
-		case NvidiaGpuClockEventActiveMetricAttributeKeyNvidiaGpuClockEventReason:
-		default:
-			return fmt.Errorf("metric nvidia.gpu.clock_event.active doesn't have an attribute %v, valid attributes: [nvidia.gpu.clock_event.reason]", val)
-		}
-	}
-
-	switch ms.AggregationStrategy {
-	case AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax:
-	default:
-		return fmt.Errorf("invalid aggregation strategy %q, valid strategies: [%s, %s, %s, %s]", ms.AggregationStrategy, AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax)
-	}
-
 	return nil
 }
 
@@ -1209,20 +1045,10 @@ func (ms *NvidiaGpuProcessMemoryUsageMetricConfig) Unmarshal(parser *confmap.Con
 	return nil
 }
 
-// NvidiaGpuProcessUtilizationMetricAttributeKey specifies the key of an attribute for the nvidia.gpu.process.utilization metric.
-type NvidiaGpuProcessUtilizationMetricAttributeKey string
-
-const (
-	NvidiaGpuProcessUtilizationMetricAttributeKeyNvidiaGpuEngine NvidiaGpuProcessUtilizationMetricAttributeKey = "nvidia.gpu.engine"
-)
-
 // NvidiaGpuProcessUtilizationMetricConfig provides config for the nvidia.gpu.process.utilization metric.
 type NvidiaGpuProcessUtilizationMetricConfig struct {
 	Enabled          bool `mapstructure:"enabled"`
 	enabledSetByUser bool
-
-	AggregationStrategy string                                          `mapstructure:"aggregation_strategy"`
-	EnabledAttributes   []NvidiaGpuProcessUtilizationMetricAttributeKey `mapstructure:"attributes"`
 }
 
 func (ms *NvidiaGpuProcessUtilizationMetricConfig) Unmarshal(parser *confmap.Conf) error {
@@ -1239,38 +1065,10 @@ func (ms *NvidiaGpuProcessUtilizationMetricConfig) Unmarshal(parser *confmap.Con
 	return nil
 }
 
-func (ms *NvidiaGpuProcessUtilizationMetricConfig) Validate() error {
-	for _, val := range ms.EnabledAttributes {
-		switch val {
-		case NvidiaGpuProcessUtilizationMetricAttributeKeyNvidiaGpuEngine:
-		default:
-			return fmt.Errorf("metric nvidia.gpu.process.utilization doesn't have an attribute %v, valid attributes: [nvidia.gpu.engine]", val)
-		}
-	}
-
-	switch ms.AggregationStrategy {
-	case AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax:
-	default:
-		return fmt.Errorf("invalid aggregation strategy %q, valid strategies: [%s, %s, %s, %s]", ms.AggregationStrategy, AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax)
-	}
-
-	return nil
-}
-
-// NvidiaGpuProfilingActivityMetricAttributeKey specifies the key of an attribute for the nvidia.gpu.profiling.activity metric.
-type NvidiaGpuProfilingActivityMetricAttributeKey string
-
-const (
-	NvidiaGpuProfilingActivityMetricAttributeKeyNvidiaGpuProfilingMetric NvidiaGpuProfilingActivityMetricAttributeKey = "nvidia.gpu.profiling.metric"
-)
-
 // NvidiaGpuProfilingActivityMetricConfig provides config for the nvidia.gpu.profiling.activity metric.
 type NvidiaGpuProfilingActivityMetricConfig struct {
 	Enabled          bool `mapstructure:"enabled"`
 	enabledSetByUser bool
-
-	AggregationStrategy string                                         `mapstructure:"aggregation_strategy"`
-	EnabledAttributes   []NvidiaGpuProfilingActivityMetricAttributeKey `mapstructure:"attributes"`
 }
 
 func (ms *NvidiaGpuProfilingActivityMetricConfig) Unmarshal(parser *confmap.Conf) error {
@@ -1284,24 +1082,6 @@ func (ms *NvidiaGpuProfilingActivityMetricConfig) Unmarshal(parser *confmap.Conf
 	}
 
 	ms.enabledSetByUser = parser.IsSet("enabled")
-	return nil
-}
-
-func (ms *NvidiaGpuProfilingActivityMetricConfig) Validate() error {
-	for _, val := range ms.EnabledAttributes {
-		switch val {
-		case NvidiaGpuProfilingActivityMetricAttributeKeyNvidiaGpuProfilingMetric:
-		default:
-			return fmt.Errorf("metric nvidia.gpu.profiling.activity doesn't have an attribute %v, valid attributes: [nvidia.gpu.profiling.metric]", val)
-		}
-	}
-
-	switch ms.AggregationStrategy {
-	case AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax:
-	default:
-		return fmt.Errorf("invalid aggregation strategy %q, valid strategies: [%s, %s, %s, %s]", ms.AggregationStrategy, AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax)
-	}
-
 	return nil
 }
 
@@ -1587,22 +1367,16 @@ func DefaultMetricsConfig() MetricsConfig {
 			Enabled: true,
 		},
 		HwGpuUtilization: HwGpuUtilizationMetricConfig{
-			Enabled:             true,
-			AggregationStrategy: AggregationStrategyAvg,
-			EnabledAttributes:   []HwGpuUtilizationMetricAttributeKey{HwGpuUtilizationMetricAttributeKeyHwGpuTask},
+			Enabled: true,
 		},
 		HwPower: HwPowerMetricConfig{
 			Enabled: true,
 		},
 		HwStatus: HwStatusMetricConfig{
-			Enabled:             true,
-			AggregationStrategy: AggregationStrategySum,
-			EnabledAttributes:   []HwStatusMetricAttributeKey{HwStatusMetricAttributeKeyHwState},
+			Enabled: true,
 		},
 		HwTemperature: HwTemperatureMetricConfig{
-			Enabled:             true,
-			AggregationStrategy: AggregationStrategyAvg,
-			EnabledAttributes:   []HwTemperatureMetricAttributeKey{HwTemperatureMetricAttributeKeyHwSensorLocation},
+			Enabled: true,
 		},
 		HwTemperatureLimit: HwTemperatureLimitMetricConfig{
 			Enabled:             false,
@@ -1610,19 +1384,13 @@ func DefaultMetricsConfig() MetricsConfig {
 			EnabledAttributes:   []HwTemperatureLimitMetricAttributeKey{HwTemperatureLimitMetricAttributeKeyHwSensorLocation, HwTemperatureLimitMetricAttributeKeyHwLimitType},
 		},
 		NvidiaGpuClockFrequency: NvidiaGpuClockFrequencyMetricConfig{
-			Enabled:             true,
-			AggregationStrategy: AggregationStrategyAvg,
-			EnabledAttributes:   []NvidiaGpuClockFrequencyMetricAttributeKey{NvidiaGpuClockFrequencyMetricAttributeKeyNvidiaGpuClockType},
+			Enabled: true,
 		},
 		NvidiaGpuClockFrequencyMax: NvidiaGpuClockFrequencyMaxMetricConfig{
-			Enabled:             false,
-			AggregationStrategy: AggregationStrategyAvg,
-			EnabledAttributes:   []NvidiaGpuClockFrequencyMaxMetricAttributeKey{NvidiaGpuClockFrequencyMaxMetricAttributeKeyNvidiaGpuClockType},
+			Enabled: false,
 		},
 		NvidiaGpuClockEventActive: NvidiaGpuClockEventActiveMetricConfig{
-			Enabled:             true,
-			AggregationStrategy: AggregationStrategySum,
-			EnabledAttributes:   []NvidiaGpuClockEventActiveMetricAttributeKey{NvidiaGpuClockEventActiveMetricAttributeKeyNvidiaGpuClockEventReason},
+			Enabled: true,
 		},
 		NvidiaGpuClockEventDuration: NvidiaGpuClockEventDurationMetricConfig{
 			Enabled:             false,
@@ -1710,14 +1478,10 @@ func DefaultMetricsConfig() MetricsConfig {
 			Enabled: true,
 		},
 		NvidiaGpuProcessUtilization: NvidiaGpuProcessUtilizationMetricConfig{
-			Enabled:             true,
-			AggregationStrategy: AggregationStrategyAvg,
-			EnabledAttributes:   []NvidiaGpuProcessUtilizationMetricAttributeKey{NvidiaGpuProcessUtilizationMetricAttributeKeyNvidiaGpuEngine},
+			Enabled: true,
 		},
 		NvidiaGpuProfilingActivity: NvidiaGpuProfilingActivityMetricConfig{
-			Enabled:             true,
-			AggregationStrategy: AggregationStrategyAvg,
-			EnabledAttributes:   []NvidiaGpuProfilingActivityMetricAttributeKey{NvidiaGpuProfilingActivityMetricAttributeKeyNvidiaGpuProfilingMetric},
+			Enabled: true,
 		},
 		NvidiaGpuProfilingBandwidth: NvidiaGpuProfilingBandwidthMetricConfig{
 			Enabled:             false,

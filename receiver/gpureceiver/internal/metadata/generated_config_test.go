@@ -46,22 +46,16 @@ func TestMetricsBuilderConfig(t *testing.T) {
 						Enabled: true,
 					},
 					HwGpuUtilization: HwGpuUtilizationMetricConfig{
-						Enabled:             true,
-						AggregationStrategy: AggregationStrategyAvg,
-						EnabledAttributes:   []HwGpuUtilizationMetricAttributeKey{HwGpuUtilizationMetricAttributeKeyHwGpuTask},
+						Enabled: true,
 					},
 					HwPower: HwPowerMetricConfig{
 						Enabled: true,
 					},
 					HwStatus: HwStatusMetricConfig{
-						Enabled:             true,
-						AggregationStrategy: AggregationStrategySum,
-						EnabledAttributes:   []HwStatusMetricAttributeKey{HwStatusMetricAttributeKeyHwState},
+						Enabled: true,
 					},
 					HwTemperature: HwTemperatureMetricConfig{
-						Enabled:             true,
-						AggregationStrategy: AggregationStrategyAvg,
-						EnabledAttributes:   []HwTemperatureMetricAttributeKey{HwTemperatureMetricAttributeKeyHwSensorLocation},
+						Enabled: true,
 					},
 					HwTemperatureLimit: HwTemperatureLimitMetricConfig{
 						Enabled:             true,
@@ -69,19 +63,13 @@ func TestMetricsBuilderConfig(t *testing.T) {
 						EnabledAttributes:   []HwTemperatureLimitMetricAttributeKey{HwTemperatureLimitMetricAttributeKeyHwSensorLocation, HwTemperatureLimitMetricAttributeKeyHwLimitType},
 					},
 					NvidiaGpuClockFrequency: NvidiaGpuClockFrequencyMetricConfig{
-						Enabled:             true,
-						AggregationStrategy: AggregationStrategyAvg,
-						EnabledAttributes:   []NvidiaGpuClockFrequencyMetricAttributeKey{NvidiaGpuClockFrequencyMetricAttributeKeyNvidiaGpuClockType},
+						Enabled: true,
 					},
 					NvidiaGpuClockFrequencyMax: NvidiaGpuClockFrequencyMaxMetricConfig{
-						Enabled:             true,
-						AggregationStrategy: AggregationStrategyAvg,
-						EnabledAttributes:   []NvidiaGpuClockFrequencyMaxMetricAttributeKey{NvidiaGpuClockFrequencyMaxMetricAttributeKeyNvidiaGpuClockType},
+						Enabled: true,
 					},
 					NvidiaGpuClockEventActive: NvidiaGpuClockEventActiveMetricConfig{
-						Enabled:             true,
-						AggregationStrategy: AggregationStrategySum,
-						EnabledAttributes:   []NvidiaGpuClockEventActiveMetricAttributeKey{NvidiaGpuClockEventActiveMetricAttributeKeyNvidiaGpuClockEventReason},
+						Enabled: true,
 					},
 					NvidiaGpuClockEventDuration: NvidiaGpuClockEventDurationMetricConfig{
 						Enabled:             true,
@@ -169,14 +157,10 @@ func TestMetricsBuilderConfig(t *testing.T) {
 						Enabled: true,
 					},
 					NvidiaGpuProcessUtilization: NvidiaGpuProcessUtilizationMetricConfig{
-						Enabled:             true,
-						AggregationStrategy: AggregationStrategyAvg,
-						EnabledAttributes:   []NvidiaGpuProcessUtilizationMetricAttributeKey{NvidiaGpuProcessUtilizationMetricAttributeKeyNvidiaGpuEngine},
+						Enabled: true,
 					},
 					NvidiaGpuProfilingActivity: NvidiaGpuProfilingActivityMetricConfig{
-						Enabled:             true,
-						AggregationStrategy: AggregationStrategyAvg,
-						EnabledAttributes:   []NvidiaGpuProfilingActivityMetricAttributeKey{NvidiaGpuProfilingActivityMetricAttributeKeyNvidiaGpuProfilingMetric},
+						Enabled: true,
 					},
 					NvidiaGpuProfilingBandwidth: NvidiaGpuProfilingBandwidthMetricConfig{
 						Enabled:             true,
@@ -256,22 +240,16 @@ func TestMetricsBuilderConfig(t *testing.T) {
 						Enabled: false,
 					},
 					HwGpuUtilization: HwGpuUtilizationMetricConfig{
-						Enabled:             false,
-						AggregationStrategy: AggregationStrategyAvg,
-						EnabledAttributes:   []HwGpuUtilizationMetricAttributeKey{HwGpuUtilizationMetricAttributeKeyHwGpuTask},
+						Enabled: false,
 					},
 					HwPower: HwPowerMetricConfig{
 						Enabled: false,
 					},
 					HwStatus: HwStatusMetricConfig{
-						Enabled:             false,
-						AggregationStrategy: AggregationStrategySum,
-						EnabledAttributes:   []HwStatusMetricAttributeKey{HwStatusMetricAttributeKeyHwState},
+						Enabled: false,
 					},
 					HwTemperature: HwTemperatureMetricConfig{
-						Enabled:             false,
-						AggregationStrategy: AggregationStrategyAvg,
-						EnabledAttributes:   []HwTemperatureMetricAttributeKey{HwTemperatureMetricAttributeKeyHwSensorLocation},
+						Enabled: false,
 					},
 					HwTemperatureLimit: HwTemperatureLimitMetricConfig{
 						Enabled:             false,
@@ -279,19 +257,13 @@ func TestMetricsBuilderConfig(t *testing.T) {
 						EnabledAttributes:   []HwTemperatureLimitMetricAttributeKey{HwTemperatureLimitMetricAttributeKeyHwSensorLocation, HwTemperatureLimitMetricAttributeKeyHwLimitType},
 					},
 					NvidiaGpuClockFrequency: NvidiaGpuClockFrequencyMetricConfig{
-						Enabled:             false,
-						AggregationStrategy: AggregationStrategyAvg,
-						EnabledAttributes:   []NvidiaGpuClockFrequencyMetricAttributeKey{NvidiaGpuClockFrequencyMetricAttributeKeyNvidiaGpuClockType},
+						Enabled: false,
 					},
 					NvidiaGpuClockFrequencyMax: NvidiaGpuClockFrequencyMaxMetricConfig{
-						Enabled:             false,
-						AggregationStrategy: AggregationStrategyAvg,
-						EnabledAttributes:   []NvidiaGpuClockFrequencyMaxMetricAttributeKey{NvidiaGpuClockFrequencyMaxMetricAttributeKeyNvidiaGpuClockType},
+						Enabled: false,
 					},
 					NvidiaGpuClockEventActive: NvidiaGpuClockEventActiveMetricConfig{
-						Enabled:             false,
-						AggregationStrategy: AggregationStrategySum,
-						EnabledAttributes:   []NvidiaGpuClockEventActiveMetricAttributeKey{NvidiaGpuClockEventActiveMetricAttributeKeyNvidiaGpuClockEventReason},
+						Enabled: false,
 					},
 					NvidiaGpuClockEventDuration: NvidiaGpuClockEventDurationMetricConfig{
 						Enabled:             false,
@@ -379,14 +351,10 @@ func TestMetricsBuilderConfig(t *testing.T) {
 						Enabled: false,
 					},
 					NvidiaGpuProcessUtilization: NvidiaGpuProcessUtilizationMetricConfig{
-						Enabled:             false,
-						AggregationStrategy: AggregationStrategyAvg,
-						EnabledAttributes:   []NvidiaGpuProcessUtilizationMetricAttributeKey{NvidiaGpuProcessUtilizationMetricAttributeKeyNvidiaGpuEngine},
+						Enabled: false,
 					},
 					NvidiaGpuProfilingActivity: NvidiaGpuProfilingActivityMetricConfig{
-						Enabled:             false,
-						AggregationStrategy: AggregationStrategyAvg,
-						EnabledAttributes:   []NvidiaGpuProfilingActivityMetricAttributeKey{NvidiaGpuProfilingActivityMetricAttributeKeyNvidiaGpuProfilingMetric},
+						Enabled: false,
 					},
 					NvidiaGpuProfilingBandwidth: NvidiaGpuProfilingBandwidthMetricConfig{
 						Enabled:             false,
@@ -476,42 +444,6 @@ func TestHwGpuIoMetricsConfig_Validate(t *testing.T) {
 	require.ErrorContains(t, cfg.Validate(), "invalid aggregation strategy")
 }
 
-func TestHwGpuUtilizationMetricsConfig_Validate(t *testing.T) {
-	cfg := DefaultMetricsConfig().HwGpuUtilization
-	require.NoError(t, cfg.Validate())
-
-	cfg.EnabledAttributes = []HwGpuUtilizationMetricAttributeKey{"invalid"}
-	require.ErrorContains(t, cfg.Validate(), "metric hw.gpu.utilization doesn't have an attribute invalid, valid attributes: [hw.gpu.task]")
-
-	cfg = DefaultMetricsConfig().HwGpuUtilization
-	cfg.AggregationStrategy = "invalid"
-	require.ErrorContains(t, cfg.Validate(), "invalid aggregation strategy")
-}
-
-func TestHwStatusMetricsConfig_Validate(t *testing.T) {
-	cfg := DefaultMetricsConfig().HwStatus
-	require.NoError(t, cfg.Validate())
-
-	cfg.EnabledAttributes = []HwStatusMetricAttributeKey{"invalid"}
-	require.ErrorContains(t, cfg.Validate(), "metric hw.status doesn't have an attribute invalid, valid attributes: [hw.state]")
-
-	cfg = DefaultMetricsConfig().HwStatus
-	cfg.AggregationStrategy = "invalid"
-	require.ErrorContains(t, cfg.Validate(), "invalid aggregation strategy")
-}
-
-func TestHwTemperatureMetricsConfig_Validate(t *testing.T) {
-	cfg := DefaultMetricsConfig().HwTemperature
-	require.NoError(t, cfg.Validate())
-
-	cfg.EnabledAttributes = []HwTemperatureMetricAttributeKey{"invalid"}
-	require.ErrorContains(t, cfg.Validate(), "metric hw.temperature doesn't have an attribute invalid, valid attributes: [hw.sensor_location]")
-
-	cfg = DefaultMetricsConfig().HwTemperature
-	cfg.AggregationStrategy = "invalid"
-	require.ErrorContains(t, cfg.Validate(), "invalid aggregation strategy")
-}
-
 func TestHwTemperatureLimitMetricsConfig_Validate(t *testing.T) {
 	cfg := DefaultMetricsConfig().HwTemperatureLimit
 	require.NoError(t, cfg.Validate())
@@ -520,42 +452,6 @@ func TestHwTemperatureLimitMetricsConfig_Validate(t *testing.T) {
 	require.ErrorContains(t, cfg.Validate(), "metric hw.temperature.limit doesn't have an attribute invalid, valid attributes: [hw.sensor_location, hw.limit_type]")
 
 	cfg = DefaultMetricsConfig().HwTemperatureLimit
-	cfg.AggregationStrategy = "invalid"
-	require.ErrorContains(t, cfg.Validate(), "invalid aggregation strategy")
-}
-
-func TestNvidiaGpuClockFrequencyMetricsConfig_Validate(t *testing.T) {
-	cfg := DefaultMetricsConfig().NvidiaGpuClockFrequency
-	require.NoError(t, cfg.Validate())
-
-	cfg.EnabledAttributes = []NvidiaGpuClockFrequencyMetricAttributeKey{"invalid"}
-	require.ErrorContains(t, cfg.Validate(), "metric nvidia.gpu.clock.frequency doesn't have an attribute invalid, valid attributes: [nvidia.gpu.clock.type]")
-
-	cfg = DefaultMetricsConfig().NvidiaGpuClockFrequency
-	cfg.AggregationStrategy = "invalid"
-	require.ErrorContains(t, cfg.Validate(), "invalid aggregation strategy")
-}
-
-func TestNvidiaGpuClockFrequencyMaxMetricsConfig_Validate(t *testing.T) {
-	cfg := DefaultMetricsConfig().NvidiaGpuClockFrequencyMax
-	require.NoError(t, cfg.Validate())
-
-	cfg.EnabledAttributes = []NvidiaGpuClockFrequencyMaxMetricAttributeKey{"invalid"}
-	require.ErrorContains(t, cfg.Validate(), "metric nvidia.gpu.clock.frequency.max doesn't have an attribute invalid, valid attributes: [nvidia.gpu.clock.type]")
-
-	cfg = DefaultMetricsConfig().NvidiaGpuClockFrequencyMax
-	cfg.AggregationStrategy = "invalid"
-	require.ErrorContains(t, cfg.Validate(), "invalid aggregation strategy")
-}
-
-func TestNvidiaGpuClockEventActiveMetricsConfig_Validate(t *testing.T) {
-	cfg := DefaultMetricsConfig().NvidiaGpuClockEventActive
-	require.NoError(t, cfg.Validate())
-
-	cfg.EnabledAttributes = []NvidiaGpuClockEventActiveMetricAttributeKey{"invalid"}
-	require.ErrorContains(t, cfg.Validate(), "metric nvidia.gpu.clock_event.active doesn't have an attribute invalid, valid attributes: [nvidia.gpu.clock_event.reason]")
-
-	cfg = DefaultMetricsConfig().NvidiaGpuClockEventActive
 	cfg.AggregationStrategy = "invalid"
 	require.ErrorContains(t, cfg.Validate(), "invalid aggregation strategy")
 }
@@ -652,30 +548,6 @@ func TestNvidiaGpuPowerLimitBoardMetricsConfig_Validate(t *testing.T) {
 	require.ErrorContains(t, cfg.Validate(), "metric nvidia.gpu.power.limit.board doesn't have an attribute invalid, valid attributes: [nvidia.gpu.power.limit_type]")
 
 	cfg = DefaultMetricsConfig().NvidiaGpuPowerLimitBoard
-	cfg.AggregationStrategy = "invalid"
-	require.ErrorContains(t, cfg.Validate(), "invalid aggregation strategy")
-}
-
-func TestNvidiaGpuProcessUtilizationMetricsConfig_Validate(t *testing.T) {
-	cfg := DefaultMetricsConfig().NvidiaGpuProcessUtilization
-	require.NoError(t, cfg.Validate())
-
-	cfg.EnabledAttributes = []NvidiaGpuProcessUtilizationMetricAttributeKey{"invalid"}
-	require.ErrorContains(t, cfg.Validate(), "metric nvidia.gpu.process.utilization doesn't have an attribute invalid, valid attributes: [nvidia.gpu.engine]")
-
-	cfg = DefaultMetricsConfig().NvidiaGpuProcessUtilization
-	cfg.AggregationStrategy = "invalid"
-	require.ErrorContains(t, cfg.Validate(), "invalid aggregation strategy")
-}
-
-func TestNvidiaGpuProfilingActivityMetricsConfig_Validate(t *testing.T) {
-	cfg := DefaultMetricsConfig().NvidiaGpuProfilingActivity
-	require.NoError(t, cfg.Validate())
-
-	cfg.EnabledAttributes = []NvidiaGpuProfilingActivityMetricAttributeKey{"invalid"}
-	require.ErrorContains(t, cfg.Validate(), "metric nvidia.gpu.profiling.activity doesn't have an attribute invalid, valid attributes: [nvidia.gpu.profiling.metric]")
-
-	cfg = DefaultMetricsConfig().NvidiaGpuProfilingActivity
 	cfg.AggregationStrategy = "invalid"
 	require.ErrorContains(t, cfg.Validate(), "invalid aggregation strategy")
 }

@@ -69,13 +69,7 @@ func TestMetricsBuilder(t *testing.T) {
 			aggMap := make(map[string]string) // contains the aggregation strategies for each metric name
 			aggMap["hw.errors"] = mb.metricHwErrors.config.AggregationStrategy
 			aggMap["hw.gpu.io"] = mb.metricHwGpuIo.config.AggregationStrategy
-			aggMap["hw.gpu.utilization"] = mb.metricHwGpuUtilization.config.AggregationStrategy
-			aggMap["hw.status"] = mb.metricHwStatus.config.AggregationStrategy
-			aggMap["hw.temperature"] = mb.metricHwTemperature.config.AggregationStrategy
 			aggMap["hw.temperature.limit"] = mb.metricHwTemperatureLimit.config.AggregationStrategy
-			aggMap["nvidia.gpu.clock.frequency"] = mb.metricNvidiaGpuClockFrequency.config.AggregationStrategy
-			aggMap["nvidia.gpu.clock.frequency.max"] = mb.metricNvidiaGpuClockFrequencyMax.config.AggregationStrategy
-			aggMap["nvidia.gpu.clock_event.active"] = mb.metricNvidiaGpuClockEventActive.config.AggregationStrategy
 			aggMap["nvidia.gpu.clock_event.duration"] = mb.metricNvidiaGpuClockEventDuration.config.AggregationStrategy
 			aggMap["nvidia.gpu.memory.remapped_rows"] = mb.metricNvidiaGpuMemoryRemappedRows.config.AggregationStrategy
 			aggMap["nvidia.gpu.memory.retired_pages"] = mb.metricNvidiaGpuMemoryRetiredPages.config.AggregationStrategy
@@ -84,8 +78,6 @@ func TestMetricsBuilder(t *testing.T) {
 			aggMap["nvidia.gpu.nvlink.state"] = mb.metricNvidiaGpuNvlinkState.config.AggregationStrategy
 			aggMap["nvidia.gpu.power.limit"] = mb.metricNvidiaGpuPowerLimit.config.AggregationStrategy
 			aggMap["nvidia.gpu.power.limit.board"] = mb.metricNvidiaGpuPowerLimitBoard.config.AggregationStrategy
-			aggMap["nvidia.gpu.process.utilization"] = mb.metricNvidiaGpuProcessUtilization.config.AggregationStrategy
-			aggMap["nvidia.gpu.profiling.activity"] = mb.metricNvidiaGpuProfilingActivity.config.AggregationStrategy
 			aggMap["nvidia.gpu.profiling.bandwidth"] = mb.metricNvidiaGpuProfilingBandwidth.config.AggregationStrategy
 			aggMap["nvidia.gpu.xid.errors"] = mb.metricNvidiaGpuXidErrors.config.AggregationStrategy
 			aggMap["nvidia.gpu.xid.last"] = mb.metricNvidiaGpuXidLast.config.AggregationStrategy
@@ -122,48 +114,30 @@ func TestMetricsBuilder(t *testing.T) {
 			defaultMetricsCount++
 			allMetricsCount++
 			mb.RecordHwGpuUtilizationDataPoint(ts, 1, AttributeHwGpuTaskGeneral)
-			if tt.name == "reaggregate_set" {
-				mb.RecordHwGpuUtilizationDataPoint(ts, 3, AttributeHwGpuTaskEncoder)
-			}
 			defaultMetricsCount++
 			allMetricsCount++
 			mb.RecordHwPowerDataPoint(ts, 1)
 			defaultMetricsCount++
 			allMetricsCount++
 			mb.RecordHwStatusDataPoint(ts, 1, AttributeHwStateOk)
-			if tt.name == "reaggregate_set" {
-				mb.RecordHwStatusDataPoint(ts, 3, AttributeHwStateDegraded)
-			}
 			defaultMetricsCount++
 			allMetricsCount++
 			mb.RecordHwTemperatureDataPoint(ts, 1, AttributeHwSensorLocationGpu)
-			if tt.name == "reaggregate_set" {
-				mb.RecordHwTemperatureDataPoint(ts, 3, AttributeHwSensorLocationMemory)
-			}
 
 			allMetricsCount++
 			mb.RecordHwTemperatureLimitDataPoint(ts, 1, AttributeHwSensorLocationGpu, AttributeHwLimitTypeThrottled)
 			if tt.name == "reaggregate_set" {
-				mb.RecordHwTemperatureLimitDataPoint(ts, 3, AttributeHwSensorLocationMemory, AttributeHwLimitTypeHighCritical)
+				mb.RecordHwTemperatureLimitDataPoint(ts, 3, AttributeHwSensorLocationGpu, AttributeHwLimitTypeHighCritical)
 			}
 			defaultMetricsCount++
 			allMetricsCount++
 			mb.RecordNvidiaGpuClockFrequencyDataPoint(ts, 1, AttributeNvidiaGpuClockTypeSm)
-			if tt.name == "reaggregate_set" {
-				mb.RecordNvidiaGpuClockFrequencyDataPoint(ts, 3, AttributeNvidiaGpuClockTypeMemory)
-			}
 
 			allMetricsCount++
 			mb.RecordNvidiaGpuClockFrequencyMaxDataPoint(ts, 1, AttributeNvidiaGpuClockTypeSm)
-			if tt.name == "reaggregate_set" {
-				mb.RecordNvidiaGpuClockFrequencyMaxDataPoint(ts, 3, AttributeNvidiaGpuClockTypeMemory)
-			}
 			defaultMetricsCount++
 			allMetricsCount++
 			mb.RecordNvidiaGpuClockEventActiveDataPoint(ts, 1, AttributeNvidiaGpuClockEventReasonGpuIdle)
-			if tt.name == "reaggregate_set" {
-				mb.RecordNvidiaGpuClockEventActiveDataPoint(ts, 3, AttributeNvidiaGpuClockEventReasonApplicationsClocksSetting)
-			}
 
 			allMetricsCount++
 			mb.RecordNvidiaGpuClockEventDurationDataPoint(ts, 1, AttributeNvidiaGpuClockEventCausePower)
@@ -260,15 +234,9 @@ func TestMetricsBuilder(t *testing.T) {
 			defaultMetricsCount++
 			allMetricsCount++
 			mb.RecordNvidiaGpuProcessUtilizationDataPoint(ts, 1, AttributeNvidiaGpuEngineSm)
-			if tt.name == "reaggregate_set" {
-				mb.RecordNvidiaGpuProcessUtilizationDataPoint(ts, 3, AttributeNvidiaGpuEngineMemory)
-			}
 			defaultMetricsCount++
 			allMetricsCount++
 			mb.RecordNvidiaGpuProfilingActivityDataPoint(ts, 1, AttributeNvidiaGpuProfilingMetricGraphicsActive)
-			if tt.name == "reaggregate_set" {
-				mb.RecordNvidiaGpuProfilingActivityDataPoint(ts, 3, AttributeNvidiaGpuProfilingMetricSmActive)
-			}
 
 			allMetricsCount++
 			mb.RecordNvidiaGpuProfilingBandwidthDataPoint(ts, 1, AttributeNvidiaGpuInterconnectPcie, AttributeNetworkIoDirectionTransmit)
@@ -329,13 +297,7 @@ func TestMetricsBuilder(t *testing.T) {
 			if tt.name == "reaggregate_set" {
 				assert.Empty(t, mb.metricHwErrors.aggDataPoints)
 				assert.Empty(t, mb.metricHwGpuIo.aggDataPoints)
-				assert.Empty(t, mb.metricHwGpuUtilization.aggDataPoints)
-				assert.Empty(t, mb.metricHwStatus.aggDataPoints)
-				assert.Empty(t, mb.metricHwTemperature.aggDataPoints)
 				assert.Empty(t, mb.metricHwTemperatureLimit.aggDataPoints)
-				assert.Empty(t, mb.metricNvidiaGpuClockFrequency.aggDataPoints)
-				assert.Empty(t, mb.metricNvidiaGpuClockFrequencyMax.aggDataPoints)
-				assert.Empty(t, mb.metricNvidiaGpuClockEventActive.aggDataPoints)
 				assert.Empty(t, mb.metricNvidiaGpuClockEventDuration.aggDataPoints)
 				assert.Empty(t, mb.metricNvidiaGpuMemoryRemappedRows.aggDataPoints)
 				assert.Empty(t, mb.metricNvidiaGpuMemoryRetiredPages.aggDataPoints)
@@ -344,8 +306,6 @@ func TestMetricsBuilder(t *testing.T) {
 				assert.Empty(t, mb.metricNvidiaGpuNvlinkState.aggDataPoints)
 				assert.Empty(t, mb.metricNvidiaGpuPowerLimit.aggDataPoints)
 				assert.Empty(t, mb.metricNvidiaGpuPowerLimitBoard.aggDataPoints)
-				assert.Empty(t, mb.metricNvidiaGpuProcessUtilization.aggDataPoints)
-				assert.Empty(t, mb.metricNvidiaGpuProfilingActivity.aggDataPoints)
 				assert.Empty(t, mb.metricNvidiaGpuProfilingBandwidth.aggDataPoints)
 				assert.Empty(t, mb.metricNvidiaGpuXidErrors.aggDataPoints)
 				assert.Empty(t, mb.metricNvidiaGpuXidLast.aggDataPoints)
@@ -513,45 +473,20 @@ func TestMetricsBuilder(t *testing.T) {
 					assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
 					assert.Equal(t, int64(1), dp.IntValue())
 				case "hw.gpu.utilization":
-					if tt.name != "reaggregate_set" {
-						assert.False(t, validatedMetrics["hw.gpu.utilization"], "Found a duplicate in the metrics slice: hw.gpu.utilization")
-						validatedMetrics["hw.gpu.utilization"] = true
-						assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
-						assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
-						assert.Equal(t, "Fraction of time the engine was busy, averaged over the collection interval - from GPM where the GPU has it (Hopper and newer; MIG instances too), from NVML's sample buffer otherwise. Engines the GPU lacks (NVENC on A100/H100/B200) are absent.", mi.Description())
-						assert.Equal(t, "1", mi.Unit())
-						dp := mi.Gauge().DataPoints().At(0)
-						assert.Equal(t, start, dp.StartTimestamp())
-						assert.Equal(t, ts, dp.Timestamp())
-						assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
-						assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
-						hwGpuTaskAttrVal, ok := dp.Attributes().Get("hw.gpu.task")
-						assert.True(t, ok)
-						assert.Equal(t, "general", hwGpuTaskAttrVal.Str())
-					} else {
-						assert.False(t, validatedMetrics["hw.gpu.utilization"], "Found a duplicate in the metrics slice: hw.gpu.utilization")
-						validatedMetrics["hw.gpu.utilization"] = true
-						assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
-						assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
-						assert.Equal(t, "Fraction of time the engine was busy, averaged over the collection interval - from GPM where the GPU has it (Hopper and newer; MIG instances too), from NVML's sample buffer otherwise. Engines the GPU lacks (NVENC on A100/H100/B200) are absent.", mi.Description())
-						assert.Equal(t, "1", mi.Unit())
-						dp := mi.Gauge().DataPoints().At(0)
-						assert.Equal(t, start, dp.StartTimestamp())
-						assert.Equal(t, ts, dp.Timestamp())
-						assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
-						switch aggMap["hw.gpu.utilization"] {
-						case "sum":
-							assert.InDelta(t, float64(4), dp.DoubleValue(), 0.01)
-						case "avg":
-							assert.InDelta(t, float64(2), dp.DoubleValue(), 0.01)
-						case "min":
-							assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
-						case "max":
-							assert.InDelta(t, float64(3), dp.DoubleValue(), 0.01)
-						}
-						_, ok := dp.Attributes().Get("hw.gpu.task")
-						assert.False(t, ok)
-					}
+					assert.False(t, validatedMetrics["hw.gpu.utilization"], "Found a duplicate in the metrics slice: hw.gpu.utilization")
+					validatedMetrics["hw.gpu.utilization"] = true
+					assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
+					assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
+					assert.Equal(t, "Fraction of time the engine was busy, averaged over the collection interval - from GPM where the GPU has it (Hopper and newer; MIG instances too), from NVML's sample buffer otherwise. Engines the GPU lacks (NVENC on A100/H100/B200) are absent.", mi.Description())
+					assert.Equal(t, "1", mi.Unit())
+					dp := mi.Gauge().DataPoints().At(0)
+					assert.Equal(t, start, dp.StartTimestamp())
+					assert.Equal(t, ts, dp.Timestamp())
+					assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
+					assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
+					hwGpuTaskAttrVal, ok := dp.Attributes().Get("hw.gpu.task")
+					assert.True(t, ok)
+					assert.Equal(t, "general", hwGpuTaskAttrVal.Str())
 				case "hw.power":
 					assert.False(t, validatedMetrics["hw.power"], "Found a duplicate in the metrics slice: hw.power")
 					validatedMetrics["hw.power"] = true
@@ -565,89 +500,37 @@ func TestMetricsBuilder(t *testing.T) {
 					assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
 					assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
 				case "hw.status":
-					if tt.name != "reaggregate_set" {
-						assert.False(t, validatedMetrics["hw.status"], "Found a duplicate in the metrics slice: hw.status")
-						validatedMetrics["hw.status"] = true
-						assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
-						assert.Equal(t, 1, mi.Sum().DataPoints().Len())
-						assert.Equal(t, "Health of the GPU: failed (lost, fell off the bus, row-remap failure, or a fatal XID in the last 10 min), degraded (uncorrected ECC errors, pending row remap or page retirement, or a serious XID in the last 10 min), ok otherwise. A lost GPU keeps reporting failed.", mi.Description())
-						assert.Equal(t, "1", mi.Unit())
-						assert.False(t, mi.Sum().IsMonotonic())
-						assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
-						dp := mi.Sum().DataPoints().At(0)
-						assert.Equal(t, start, dp.StartTimestamp())
-						assert.Equal(t, ts, dp.Timestamp())
-						assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
-						assert.Equal(t, int64(1), dp.IntValue())
-						hwStateAttrVal, ok := dp.Attributes().Get("hw.state")
-						assert.True(t, ok)
-						assert.Equal(t, "ok", hwStateAttrVal.Str())
-					} else {
-						assert.False(t, validatedMetrics["hw.status"], "Found a duplicate in the metrics slice: hw.status")
-						validatedMetrics["hw.status"] = true
-						assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
-						assert.Equal(t, 1, mi.Sum().DataPoints().Len())
-						assert.Equal(t, "Health of the GPU: failed (lost, fell off the bus, row-remap failure, or a fatal XID in the last 10 min), degraded (uncorrected ECC errors, pending row remap or page retirement, or a serious XID in the last 10 min), ok otherwise. A lost GPU keeps reporting failed.", mi.Description())
-						assert.Equal(t, "1", mi.Unit())
-						assert.False(t, mi.Sum().IsMonotonic())
-						assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
-						dp := mi.Sum().DataPoints().At(0)
-						assert.Equal(t, start, dp.StartTimestamp())
-						assert.Equal(t, ts, dp.Timestamp())
-						assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
-						switch aggMap["hw.status"] {
-						case "sum":
-							assert.Equal(t, int64(4), dp.IntValue())
-						case "avg":
-							assert.Equal(t, int64(2), dp.IntValue())
-						case "min":
-							assert.Equal(t, int64(1), dp.IntValue())
-						case "max":
-							assert.Equal(t, int64(3), dp.IntValue())
-						}
-						_, ok := dp.Attributes().Get("hw.state")
-						assert.False(t, ok)
-					}
+					assert.False(t, validatedMetrics["hw.status"], "Found a duplicate in the metrics slice: hw.status")
+					validatedMetrics["hw.status"] = true
+					assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
+					assert.Equal(t, 1, mi.Sum().DataPoints().Len())
+					assert.Equal(t, "Health of the GPU: failed (lost, fell off the bus, row-remap failure, or a fatal XID in the last 10 min), degraded (uncorrected ECC errors, pending row remap or page retirement, or a serious XID in the last 10 min), ok otherwise. A lost GPU keeps reporting failed.", mi.Description())
+					assert.Equal(t, "1", mi.Unit())
+					assert.False(t, mi.Sum().IsMonotonic())
+					assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
+					dp := mi.Sum().DataPoints().At(0)
+					assert.Equal(t, start, dp.StartTimestamp())
+					assert.Equal(t, ts, dp.Timestamp())
+					assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
+					assert.Equal(t, int64(1), dp.IntValue())
+					hwStateAttrVal, ok := dp.Attributes().Get("hw.state")
+					assert.True(t, ok)
+					assert.Equal(t, "ok", hwStateAttrVal.Str())
 				case "hw.temperature":
-					if tt.name != "reaggregate_set" {
-						assert.False(t, validatedMetrics["hw.temperature"], "Found a duplicate in the metrics slice: hw.temperature")
-						validatedMetrics["hw.temperature"] = true
-						assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
-						assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
-						assert.Equal(t, "Temperature of the GPU die or of its memory (HBM).", mi.Description())
-						assert.Equal(t, "Cel", mi.Unit())
-						dp := mi.Gauge().DataPoints().At(0)
-						assert.Equal(t, start, dp.StartTimestamp())
-						assert.Equal(t, ts, dp.Timestamp())
-						assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
-						assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
-						hwSensorLocationAttrVal, ok := dp.Attributes().Get("hw.sensor_location")
-						assert.True(t, ok)
-						assert.Equal(t, "gpu", hwSensorLocationAttrVal.Str())
-					} else {
-						assert.False(t, validatedMetrics["hw.temperature"], "Found a duplicate in the metrics slice: hw.temperature")
-						validatedMetrics["hw.temperature"] = true
-						assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
-						assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
-						assert.Equal(t, "Temperature of the GPU die or of its memory (HBM).", mi.Description())
-						assert.Equal(t, "Cel", mi.Unit())
-						dp := mi.Gauge().DataPoints().At(0)
-						assert.Equal(t, start, dp.StartTimestamp())
-						assert.Equal(t, ts, dp.Timestamp())
-						assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
-						switch aggMap["hw.temperature"] {
-						case "sum":
-							assert.InDelta(t, float64(4), dp.DoubleValue(), 0.01)
-						case "avg":
-							assert.InDelta(t, float64(2), dp.DoubleValue(), 0.01)
-						case "min":
-							assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
-						case "max":
-							assert.InDelta(t, float64(3), dp.DoubleValue(), 0.01)
-						}
-						_, ok := dp.Attributes().Get("hw.sensor_location")
-						assert.False(t, ok)
-					}
+					assert.False(t, validatedMetrics["hw.temperature"], "Found a duplicate in the metrics slice: hw.temperature")
+					validatedMetrics["hw.temperature"] = true
+					assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
+					assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
+					assert.Equal(t, "Temperature of the GPU die or of its memory (HBM).", mi.Description())
+					assert.Equal(t, "Cel", mi.Unit())
+					dp := mi.Gauge().DataPoints().At(0)
+					assert.Equal(t, start, dp.StartTimestamp())
+					assert.Equal(t, ts, dp.Timestamp())
+					assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
+					assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
+					hwSensorLocationAttrVal, ok := dp.Attributes().Get("hw.sensor_location")
+					assert.True(t, ok)
+					assert.Equal(t, "gpu", hwSensorLocationAttrVal.Str())
 				case "hw.temperature.limit":
 					if tt.name != "reaggregate_set" {
 						assert.False(t, validatedMetrics["hw.temperature.limit"], "Found a duplicate in the metrics slice: hw.temperature.limit")
@@ -689,134 +572,57 @@ func TestMetricsBuilder(t *testing.T) {
 							assert.InDelta(t, float64(3), dp.DoubleValue(), 0.01)
 						}
 						_, ok := dp.Attributes().Get("hw.sensor_location")
-						assert.False(t, ok)
+						assert.True(t, ok)
 						_, ok = dp.Attributes().Get("hw.limit_type")
 						assert.False(t, ok)
 					}
 				case "nvidia.gpu.clock.frequency":
-					if tt.name != "reaggregate_set" {
-						assert.False(t, validatedMetrics["nvidia.gpu.clock.frequency"], "Found a duplicate in the metrics slice: nvidia.gpu.clock.frequency")
-						validatedMetrics["nvidia.gpu.clock.frequency"] = true
-						assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
-						assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
-						assert.Equal(t, "Current clock frequency.", mi.Description())
-						assert.Equal(t, "Hz", mi.Unit())
-						dp := mi.Gauge().DataPoints().At(0)
-						assert.Equal(t, start, dp.StartTimestamp())
-						assert.Equal(t, ts, dp.Timestamp())
-						assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
-						assert.Equal(t, int64(1), dp.IntValue())
-						nvidiaGpuClockTypeAttrVal, ok := dp.Attributes().Get("nvidia.gpu.clock.type")
-						assert.True(t, ok)
-						assert.Equal(t, "sm", nvidiaGpuClockTypeAttrVal.Str())
-					} else {
-						assert.False(t, validatedMetrics["nvidia.gpu.clock.frequency"], "Found a duplicate in the metrics slice: nvidia.gpu.clock.frequency")
-						validatedMetrics["nvidia.gpu.clock.frequency"] = true
-						assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
-						assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
-						assert.Equal(t, "Current clock frequency.", mi.Description())
-						assert.Equal(t, "Hz", mi.Unit())
-						dp := mi.Gauge().DataPoints().At(0)
-						assert.Equal(t, start, dp.StartTimestamp())
-						assert.Equal(t, ts, dp.Timestamp())
-						assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
-						switch aggMap["nvidia.gpu.clock.frequency"] {
-						case "sum":
-							assert.Equal(t, int64(4), dp.IntValue())
-						case "avg":
-							assert.Equal(t, int64(2), dp.IntValue())
-						case "min":
-							assert.Equal(t, int64(1), dp.IntValue())
-						case "max":
-							assert.Equal(t, int64(3), dp.IntValue())
-						}
-						_, ok := dp.Attributes().Get("nvidia.gpu.clock.type")
-						assert.False(t, ok)
-					}
+					assert.False(t, validatedMetrics["nvidia.gpu.clock.frequency"], "Found a duplicate in the metrics slice: nvidia.gpu.clock.frequency")
+					validatedMetrics["nvidia.gpu.clock.frequency"] = true
+					assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
+					assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
+					assert.Equal(t, "Current clock frequency.", mi.Description())
+					assert.Equal(t, "Hz", mi.Unit())
+					dp := mi.Gauge().DataPoints().At(0)
+					assert.Equal(t, start, dp.StartTimestamp())
+					assert.Equal(t, ts, dp.Timestamp())
+					assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
+					assert.Equal(t, int64(1), dp.IntValue())
+					nvidiaGpuClockTypeAttrVal, ok := dp.Attributes().Get("nvidia.gpu.clock.type")
+					assert.True(t, ok)
+					assert.Equal(t, "sm", nvidiaGpuClockTypeAttrVal.Str())
 				case "nvidia.gpu.clock.frequency.max":
-					if tt.name != "reaggregate_set" {
-						assert.False(t, validatedMetrics["nvidia.gpu.clock.frequency.max"], "Found a duplicate in the metrics slice: nvidia.gpu.clock.frequency.max")
-						validatedMetrics["nvidia.gpu.clock.frequency.max"] = true
-						assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
-						assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
-						assert.Equal(t, "Highest clock the GPU supports (nvmlDeviceGetMaxClockInfo; dcgm-exporter's DCGM_FI_DEV_MAX_SM_CLOCK and DCGM_FI_DEV_MAX_MEM_CLOCK). Static; read once per discovery.", mi.Description())
-						assert.Equal(t, "Hz", mi.Unit())
-						dp := mi.Gauge().DataPoints().At(0)
-						assert.Equal(t, start, dp.StartTimestamp())
-						assert.Equal(t, ts, dp.Timestamp())
-						assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
-						assert.Equal(t, int64(1), dp.IntValue())
-						nvidiaGpuClockTypeAttrVal, ok := dp.Attributes().Get("nvidia.gpu.clock.type")
-						assert.True(t, ok)
-						assert.Equal(t, "sm", nvidiaGpuClockTypeAttrVal.Str())
-					} else {
-						assert.False(t, validatedMetrics["nvidia.gpu.clock.frequency.max"], "Found a duplicate in the metrics slice: nvidia.gpu.clock.frequency.max")
-						validatedMetrics["nvidia.gpu.clock.frequency.max"] = true
-						assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
-						assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
-						assert.Equal(t, "Highest clock the GPU supports (nvmlDeviceGetMaxClockInfo; dcgm-exporter's DCGM_FI_DEV_MAX_SM_CLOCK and DCGM_FI_DEV_MAX_MEM_CLOCK). Static; read once per discovery.", mi.Description())
-						assert.Equal(t, "Hz", mi.Unit())
-						dp := mi.Gauge().DataPoints().At(0)
-						assert.Equal(t, start, dp.StartTimestamp())
-						assert.Equal(t, ts, dp.Timestamp())
-						assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
-						switch aggMap["nvidia.gpu.clock.frequency.max"] {
-						case "sum":
-							assert.Equal(t, int64(4), dp.IntValue())
-						case "avg":
-							assert.Equal(t, int64(2), dp.IntValue())
-						case "min":
-							assert.Equal(t, int64(1), dp.IntValue())
-						case "max":
-							assert.Equal(t, int64(3), dp.IntValue())
-						}
-						_, ok := dp.Attributes().Get("nvidia.gpu.clock.type")
-						assert.False(t, ok)
-					}
+					assert.False(t, validatedMetrics["nvidia.gpu.clock.frequency.max"], "Found a duplicate in the metrics slice: nvidia.gpu.clock.frequency.max")
+					validatedMetrics["nvidia.gpu.clock.frequency.max"] = true
+					assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
+					assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
+					assert.Equal(t, "Highest clock the GPU supports (nvmlDeviceGetMaxClockInfo; dcgm-exporter's DCGM_FI_DEV_MAX_SM_CLOCK and DCGM_FI_DEV_MAX_MEM_CLOCK). Static; read once per discovery.", mi.Description())
+					assert.Equal(t, "Hz", mi.Unit())
+					dp := mi.Gauge().DataPoints().At(0)
+					assert.Equal(t, start, dp.StartTimestamp())
+					assert.Equal(t, ts, dp.Timestamp())
+					assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
+					assert.Equal(t, int64(1), dp.IntValue())
+					nvidiaGpuClockTypeAttrVal, ok := dp.Attributes().Get("nvidia.gpu.clock.type")
+					assert.True(t, ok)
+					assert.Equal(t, "sm", nvidiaGpuClockTypeAttrVal.Str())
 				case "nvidia.gpu.clock_event.active":
-					if tt.name != "reaggregate_set" {
-						assert.False(t, validatedMetrics["nvidia.gpu.clock_event.active"], "Found a duplicate in the metrics slice: nvidia.gpu.clock_event.active")
-						validatedMetrics["nvidia.gpu.clock_event.active"] = true
-						assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
-						assert.Equal(t, 1, mi.Sum().DataPoints().Len())
-						assert.Equal(t, "1 while the reason holds the clocks down (throttling), 0 otherwise; one series per reason.", mi.Description())
-						assert.Equal(t, "1", mi.Unit())
-						assert.False(t, mi.Sum().IsMonotonic())
-						assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
-						dp := mi.Sum().DataPoints().At(0)
-						assert.Equal(t, start, dp.StartTimestamp())
-						assert.Equal(t, ts, dp.Timestamp())
-						assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
-						assert.Equal(t, int64(1), dp.IntValue())
-						nvidiaGpuClockEventReasonAttrVal, ok := dp.Attributes().Get("nvidia.gpu.clock_event.reason")
-						assert.True(t, ok)
-						assert.Equal(t, "gpu_idle", nvidiaGpuClockEventReasonAttrVal.Str())
-					} else {
-						assert.False(t, validatedMetrics["nvidia.gpu.clock_event.active"], "Found a duplicate in the metrics slice: nvidia.gpu.clock_event.active")
-						validatedMetrics["nvidia.gpu.clock_event.active"] = true
-						assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
-						assert.Equal(t, 1, mi.Sum().DataPoints().Len())
-						assert.Equal(t, "1 while the reason holds the clocks down (throttling), 0 otherwise; one series per reason.", mi.Description())
-						assert.Equal(t, "1", mi.Unit())
-						assert.False(t, mi.Sum().IsMonotonic())
-						assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
-						dp := mi.Sum().DataPoints().At(0)
-						assert.Equal(t, start, dp.StartTimestamp())
-						assert.Equal(t, ts, dp.Timestamp())
-						assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
-						switch aggMap["nvidia.gpu.clock_event.active"] {
-						case "sum":
-							assert.Equal(t, int64(4), dp.IntValue())
-						case "avg":
-							assert.Equal(t, int64(2), dp.IntValue())
-						case "min":
-							assert.Equal(t, int64(1), dp.IntValue())
-						case "max":
-							assert.Equal(t, int64(3), dp.IntValue())
-						}
-						_, ok := dp.Attributes().Get("nvidia.gpu.clock_event.reason")
-						assert.False(t, ok)
-					}
+					assert.False(t, validatedMetrics["nvidia.gpu.clock_event.active"], "Found a duplicate in the metrics slice: nvidia.gpu.clock_event.active")
+					validatedMetrics["nvidia.gpu.clock_event.active"] = true
+					assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
+					assert.Equal(t, 1, mi.Sum().DataPoints().Len())
+					assert.Equal(t, "1 while the reason holds the clocks down (throttling), 0 otherwise; one series per reason.", mi.Description())
+					assert.Equal(t, "1", mi.Unit())
+					assert.False(t, mi.Sum().IsMonotonic())
+					assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
+					dp := mi.Sum().DataPoints().At(0)
+					assert.Equal(t, start, dp.StartTimestamp())
+					assert.Equal(t, ts, dp.Timestamp())
+					assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
+					assert.Equal(t, int64(1), dp.IntValue())
+					nvidiaGpuClockEventReasonAttrVal, ok := dp.Attributes().Get("nvidia.gpu.clock_event.reason")
+					assert.True(t, ok)
+					assert.Equal(t, "gpu_idle", nvidiaGpuClockEventReasonAttrVal.Str())
 				case "nvidia.gpu.clock_event.duration":
 					if tt.name != "reaggregate_set" {
 						assert.False(t, validatedMetrics["nvidia.gpu.clock_event.duration"], "Found a duplicate in the metrics slice: nvidia.gpu.clock_event.duration")
@@ -1364,85 +1170,35 @@ func TestMetricsBuilder(t *testing.T) {
 					assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
 					assert.Equal(t, int64(1), dp.IntValue())
 				case "nvidia.gpu.process.utilization":
-					if tt.name != "reaggregate_set" {
-						assert.False(t, validatedMetrics["nvidia.gpu.process.utilization"], "Found a duplicate in the metrics slice: nvidia.gpu.process.utilization")
-						validatedMetrics["nvidia.gpu.process.utilization"] = true
-						assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
-						assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
-						assert.Equal(t, "Share of the interval the process kept each engine busy (nvmlDeviceGetProcessUtilization; not available under MIG). The engines are the receiver's processes.engines (the SMs by default); an encoder or decoder is reported where the GPU's own hw.gpu.utilization for it is (NVML answers 0 for engines the GPU lacks).", mi.Description())
-						assert.Equal(t, "1", mi.Unit())
-						dp := mi.Gauge().DataPoints().At(0)
-						assert.Equal(t, start, dp.StartTimestamp())
-						assert.Equal(t, ts, dp.Timestamp())
-						assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
-						assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
-						nvidiaGpuEngineAttrVal, ok := dp.Attributes().Get("nvidia.gpu.engine")
-						assert.True(t, ok)
-						assert.Equal(t, "sm", nvidiaGpuEngineAttrVal.Str())
-					} else {
-						assert.False(t, validatedMetrics["nvidia.gpu.process.utilization"], "Found a duplicate in the metrics slice: nvidia.gpu.process.utilization")
-						validatedMetrics["nvidia.gpu.process.utilization"] = true
-						assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
-						assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
-						assert.Equal(t, "Share of the interval the process kept each engine busy (nvmlDeviceGetProcessUtilization; not available under MIG). The engines are the receiver's processes.engines (the SMs by default); an encoder or decoder is reported where the GPU's own hw.gpu.utilization for it is (NVML answers 0 for engines the GPU lacks).", mi.Description())
-						assert.Equal(t, "1", mi.Unit())
-						dp := mi.Gauge().DataPoints().At(0)
-						assert.Equal(t, start, dp.StartTimestamp())
-						assert.Equal(t, ts, dp.Timestamp())
-						assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
-						switch aggMap["nvidia.gpu.process.utilization"] {
-						case "sum":
-							assert.InDelta(t, float64(4), dp.DoubleValue(), 0.01)
-						case "avg":
-							assert.InDelta(t, float64(2), dp.DoubleValue(), 0.01)
-						case "min":
-							assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
-						case "max":
-							assert.InDelta(t, float64(3), dp.DoubleValue(), 0.01)
-						}
-						_, ok := dp.Attributes().Get("nvidia.gpu.engine")
-						assert.False(t, ok)
-					}
+					assert.False(t, validatedMetrics["nvidia.gpu.process.utilization"], "Found a duplicate in the metrics slice: nvidia.gpu.process.utilization")
+					validatedMetrics["nvidia.gpu.process.utilization"] = true
+					assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
+					assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
+					assert.Equal(t, "Share of the interval the process kept each engine busy (nvmlDeviceGetProcessUtilization; not available under MIG). The engines are the receiver's processes.engines (the SMs by default); an encoder or decoder is reported where the GPU's own hw.gpu.utilization for it is (NVML answers 0 for engines the GPU lacks).", mi.Description())
+					assert.Equal(t, "1", mi.Unit())
+					dp := mi.Gauge().DataPoints().At(0)
+					assert.Equal(t, start, dp.StartTimestamp())
+					assert.Equal(t, ts, dp.Timestamp())
+					assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
+					assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
+					nvidiaGpuEngineAttrVal, ok := dp.Attributes().Get("nvidia.gpu.engine")
+					assert.True(t, ok)
+					assert.Equal(t, "sm", nvidiaGpuEngineAttrVal.Str())
 				case "nvidia.gpu.profiling.activity":
-					if tt.name != "reaggregate_set" {
-						assert.False(t, validatedMetrics["nvidia.gpu.profiling.activity"], "Found a duplicate in the metrics slice: nvidia.gpu.profiling.activity")
-						validatedMetrics["nvidia.gpu.profiling.activity"] = true
-						assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
-						assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
-						assert.Equal(t, "Profiling activity over the interval from NVML GPM (Hopper and newer; per MIG instance too). Absent where GPM is not supported. Which activities are reported is set by the receiver's profiling.activities (sm_active, tensor_active and dram_active by default).", mi.Description())
-						assert.Equal(t, "1", mi.Unit())
-						dp := mi.Gauge().DataPoints().At(0)
-						assert.Equal(t, start, dp.StartTimestamp())
-						assert.Equal(t, ts, dp.Timestamp())
-						assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
-						assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
-						nvidiaGpuProfilingMetricAttrVal, ok := dp.Attributes().Get("nvidia.gpu.profiling.metric")
-						assert.True(t, ok)
-						assert.Equal(t, "graphics_active", nvidiaGpuProfilingMetricAttrVal.Str())
-					} else {
-						assert.False(t, validatedMetrics["nvidia.gpu.profiling.activity"], "Found a duplicate in the metrics slice: nvidia.gpu.profiling.activity")
-						validatedMetrics["nvidia.gpu.profiling.activity"] = true
-						assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
-						assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
-						assert.Equal(t, "Profiling activity over the interval from NVML GPM (Hopper and newer; per MIG instance too). Absent where GPM is not supported. Which activities are reported is set by the receiver's profiling.activities (sm_active, tensor_active and dram_active by default).", mi.Description())
-						assert.Equal(t, "1", mi.Unit())
-						dp := mi.Gauge().DataPoints().At(0)
-						assert.Equal(t, start, dp.StartTimestamp())
-						assert.Equal(t, ts, dp.Timestamp())
-						assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
-						switch aggMap["nvidia.gpu.profiling.activity"] {
-						case "sum":
-							assert.InDelta(t, float64(4), dp.DoubleValue(), 0.01)
-						case "avg":
-							assert.InDelta(t, float64(2), dp.DoubleValue(), 0.01)
-						case "min":
-							assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
-						case "max":
-							assert.InDelta(t, float64(3), dp.DoubleValue(), 0.01)
-						}
-						_, ok := dp.Attributes().Get("nvidia.gpu.profiling.metric")
-						assert.False(t, ok)
-					}
+					assert.False(t, validatedMetrics["nvidia.gpu.profiling.activity"], "Found a duplicate in the metrics slice: nvidia.gpu.profiling.activity")
+					validatedMetrics["nvidia.gpu.profiling.activity"] = true
+					assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
+					assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
+					assert.Equal(t, "Profiling activity over the interval from NVML GPM (Hopper and newer; per MIG instance too). Absent where GPM is not supported. Which activities are reported is set by the receiver's profiling.activities (sm_active, tensor_active and dram_active by default).", mi.Description())
+					assert.Equal(t, "1", mi.Unit())
+					dp := mi.Gauge().DataPoints().At(0)
+					assert.Equal(t, start, dp.StartTimestamp())
+					assert.Equal(t, ts, dp.Timestamp())
+					assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
+					assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
+					nvidiaGpuProfilingMetricAttrVal, ok := dp.Attributes().Get("nvidia.gpu.profiling.metric")
+					assert.True(t, ok)
+					assert.Equal(t, "graphics_active", nvidiaGpuProfilingMetricAttrVal.Str())
 				case "nvidia.gpu.profiling.bandwidth":
 					if tt.name != "reaggregate_set" {
 						assert.False(t, validatedMetrics["nvidia.gpu.profiling.bandwidth"], "Found a duplicate in the metrics slice: nvidia.gpu.profiling.bandwidth")
