@@ -7,6 +7,7 @@ import (
 	"go.opentelemetry.io/collector/filter"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.opentelemetry.io/collector/processor"
 	"slices"
 	"time"
 )
@@ -1373,6 +1374,101 @@ func WithStartTime(startTime pcommon.Timestamp) MetricBuilderOption {
 	return metricBuilderOptionFunc(func(mb *MetricsBuilder) {
 		mb.startTime = startTime
 	})
+}
+func NewMetricsBuilder(mbc MetricsBuilderConfig, settings processor.Settings, options ...MetricBuilderOption) *MetricsBuilder {
+	mb := &MetricsBuilder{
+		config:                           mbc,
+		startTime:                        pcommon.NewTimestampFromTime(time.Now()),
+		metricsBuffer:                    pmetric.NewMetrics(),
+		buildInfo:                        settings.BuildInfo,
+		metricHwGpuMemoryUtilization:     newMetricHwGpuMemoryUtilization(mbc.Metrics.HwGpuMemoryUtilization),
+		metricNvidiaGpuAttributionAge:    newMetricNvidiaGpuAttributionAge(mbc.Metrics.NvidiaGpuAttributionAge),
+		metricNvidiaGpuAttributionErrors: newMetricNvidiaGpuAttributionErrors(mbc.Metrics.NvidiaGpuAttributionErrors),
+		metricNvidiaGpuAttributionUnmappedDevices: newMetricNvidiaGpuAttributionUnmappedDevices(mbc.Metrics.NvidiaGpuAttributionUnmappedDevices),
+		metricNvidiaGpuBottleneck:                 newMetricNvidiaGpuBottleneck(mbc.Metrics.NvidiaGpuBottleneck),
+		metricNvidiaGpuDevicesAllocatable:         newMetricNvidiaGpuDevicesAllocatable(mbc.Metrics.NvidiaGpuDevicesAllocatable),
+		metricNvidiaGpuDevicesAllocated:           newMetricNvidiaGpuDevicesAllocated(mbc.Metrics.NvidiaGpuDevicesAllocated),
+		metricNvidiaGpuIdleWhileAllocated:         newMetricNvidiaGpuIdleWhileAllocated(mbc.Metrics.NvidiaGpuIdleWhileAllocated),
+		metricNvidiaGpuJobEnergy:                  newMetricNvidiaGpuJobEnergy(mbc.Metrics.NvidiaGpuJobEnergy),
+		metricNvidiaGpuJobMemoryUsage:             newMetricNvidiaGpuJobMemoryUsage(mbc.Metrics.NvidiaGpuJobMemoryUsage),
+		metricNvidiaGpuJobUtilization:             newMetricNvidiaGpuJobUtilization(mbc.Metrics.NvidiaGpuJobUtilization),
+		metricNvidiaGpuMemoryGrowthRate:           newMetricNvidiaGpuMemoryGrowthRate(mbc.Metrics.NvidiaGpuMemoryGrowthRate),
+		metricNvidiaGpuMemoryLeakSuspected:        newMetricNvidiaGpuMemoryLeakSuspected(mbc.Metrics.NvidiaGpuMemoryLeakSuspected),
+		metricNvidiaGpuPodEnergy:                  newMetricNvidiaGpuPodEnergy(mbc.Metrics.NvidiaGpuPodEnergy),
+		metricNvidiaGpuPodMemoryGrowthRate:        newMetricNvidiaGpuPodMemoryGrowthRate(mbc.Metrics.NvidiaGpuPodMemoryGrowthRate),
+		metricNvidiaGpuPodMemoryLeakSuspected:     newMetricNvidiaGpuPodMemoryLeakSuspected(mbc.Metrics.NvidiaGpuPodMemoryLeakSuspected),
+		metricNvidiaGpuPodMemoryUsage:             newMetricNvidiaGpuPodMemoryUsage(mbc.Metrics.NvidiaGpuPodMemoryUsage),
+		metricNvidiaGpuPodUtilization:             newMetricNvidiaGpuPodUtilization(mbc.Metrics.NvidiaGpuPodUtilization),
+		metricNvidiaGpuProcessesFolded:            newMetricNvidiaGpuProcessesFolded(mbc.Metrics.NvidiaGpuProcessesFolded),
+		metricNvidiaGpuThrottled:                  newMetricNvidiaGpuThrottled(mbc.Metrics.NvidiaGpuThrottled),
+		resourceAttributeIncludeFilter:            make(map[string]filter.Filter),
+		resourceAttributeExcludeFilter:            make(map[string]filter.Filter),
+	}
+	if mbc.ResourceAttributes.ContainerID.MetricsInclude != nil {
+		mb.resourceAttributeIncludeFilter["container.id"] = filter.CreateFilter(mbc.ResourceAttributes.ContainerID.MetricsInclude)
+	}
+	if mbc.ResourceAttributes.ContainerID.MetricsExclude != nil {
+		mb.resourceAttributeExcludeFilter["container.id"] = filter.CreateFilter(mbc.ResourceAttributes.ContainerID.MetricsExclude)
+	}
+	if mbc.ResourceAttributes.K8sContainerName.MetricsInclude != nil {
+		mb.resourceAttributeIncludeFilter["k8s.container.name"] = filter.CreateFilter(mbc.ResourceAttributes.K8sContainerName.MetricsInclude)
+	}
+	if mbc.ResourceAttributes.K8sContainerName.MetricsExclude != nil {
+		mb.resourceAttributeExcludeFilter["k8s.container.name"] = filter.CreateFilter(mbc.ResourceAttributes.K8sContainerName.MetricsExclude)
+	}
+	if mbc.ResourceAttributes.K8sNamespaceName.MetricsInclude != nil {
+		mb.resourceAttributeIncludeFilter["k8s.namespace.name"] = filter.CreateFilter(mbc.ResourceAttributes.K8sNamespaceName.MetricsInclude)
+	}
+	if mbc.ResourceAttributes.K8sNamespaceName.MetricsExclude != nil {
+		mb.resourceAttributeExcludeFilter["k8s.namespace.name"] = filter.CreateFilter(mbc.ResourceAttributes.K8sNamespaceName.MetricsExclude)
+	}
+	if mbc.ResourceAttributes.K8sPodName.MetricsInclude != nil {
+		mb.resourceAttributeIncludeFilter["k8s.pod.name"] = filter.CreateFilter(mbc.ResourceAttributes.K8sPodName.MetricsInclude)
+	}
+	if mbc.ResourceAttributes.K8sPodName.MetricsExclude != nil {
+		mb.resourceAttributeExcludeFilter["k8s.pod.name"] = filter.CreateFilter(mbc.ResourceAttributes.K8sPodName.MetricsExclude)
+	}
+	if mbc.ResourceAttributes.K8sPodUID.MetricsInclude != nil {
+		mb.resourceAttributeIncludeFilter["k8s.pod.uid"] = filter.CreateFilter(mbc.ResourceAttributes.K8sPodUID.MetricsInclude)
+	}
+	if mbc.ResourceAttributes.K8sPodUID.MetricsExclude != nil {
+		mb.resourceAttributeExcludeFilter["k8s.pod.uid"] = filter.CreateFilter(mbc.ResourceAttributes.K8sPodUID.MetricsExclude)
+	}
+	if mbc.ResourceAttributes.K8sResourceclaimName.MetricsInclude != nil {
+		mb.resourceAttributeIncludeFilter["k8s.resourceclaim.name"] = filter.CreateFilter(mbc.ResourceAttributes.K8sResourceclaimName.MetricsInclude)
+	}
+	if mbc.ResourceAttributes.K8sResourceclaimName.MetricsExclude != nil {
+		mb.resourceAttributeExcludeFilter["k8s.resourceclaim.name"] = filter.CreateFilter(mbc.ResourceAttributes.K8sResourceclaimName.MetricsExclude)
+	}
+	if mbc.ResourceAttributes.NvidiaGpuAttributionMethod.MetricsInclude != nil {
+		mb.resourceAttributeIncludeFilter["nvidia.gpu.attribution.method"] = filter.CreateFilter(mbc.ResourceAttributes.NvidiaGpuAttributionMethod.MetricsInclude)
+	}
+	if mbc.ResourceAttributes.NvidiaGpuAttributionMethod.MetricsExclude != nil {
+		mb.resourceAttributeExcludeFilter["nvidia.gpu.attribution.method"] = filter.CreateFilter(mbc.ResourceAttributes.NvidiaGpuAttributionMethod.MetricsExclude)
+	}
+	if mbc.ResourceAttributes.SlurmJobID.MetricsInclude != nil {
+		mb.resourceAttributeIncludeFilter["slurm.job.id"] = filter.CreateFilter(mbc.ResourceAttributes.SlurmJobID.MetricsInclude)
+	}
+	if mbc.ResourceAttributes.SlurmJobID.MetricsExclude != nil {
+		mb.resourceAttributeExcludeFilter["slurm.job.id"] = filter.CreateFilter(mbc.ResourceAttributes.SlurmJobID.MetricsExclude)
+	}
+	if mbc.ResourceAttributes.SlurmJobSluid.MetricsInclude != nil {
+		mb.resourceAttributeIncludeFilter["slurm.job.sluid"] = filter.CreateFilter(mbc.ResourceAttributes.SlurmJobSluid.MetricsInclude)
+	}
+	if mbc.ResourceAttributes.SlurmJobSluid.MetricsExclude != nil {
+		mb.resourceAttributeExcludeFilter["slurm.job.sluid"] = filter.CreateFilter(mbc.ResourceAttributes.SlurmJobSluid.MetricsExclude)
+	}
+	if mbc.ResourceAttributes.SlurmJobStep.MetricsInclude != nil {
+		mb.resourceAttributeIncludeFilter["slurm.job.step"] = filter.CreateFilter(mbc.ResourceAttributes.SlurmJobStep.MetricsInclude)
+	}
+	if mbc.ResourceAttributes.SlurmJobStep.MetricsExclude != nil {
+		mb.resourceAttributeExcludeFilter["slurm.job.step"] = filter.CreateFilter(mbc.ResourceAttributes.SlurmJobStep.MetricsExclude)
+	}
+
+	for _, op := range options {
+		op.apply(mb)
+	}
+	return mb
 }
 
 // NewResourceBuilder returns a new resource builder that should be used to build a resource associated with for the emitted metrics.
