@@ -52,10 +52,16 @@ func newSim(t *testing.T, system, scenario string, clock *fakeClock) *gpusim.Sim
 	return sim
 }
 
+// testXIDWait is the XID watcher's wait in these tests: the simulator's event set wakes
+// at once on an injected XID either way, and each test's shutdown waits for one wait
+// (defaultXIDWait, 2 s, made the package's tests three times slower).
+const testXIDWait = 50 * time.Millisecond
+
 // startedScraper returns a scraper over lib, started against a no-op host.
 func startedScraper(t *testing.T, cfg *Config, lib nvml.Interface, clock *fakeClock) *gpuScraper {
 	t.Helper()
 	s := newGPUScraper(cfg, receivertest.NewNopSettings(metadata.Type), lib, clock.Now)
+	s.xidWait = testXIDWait
 	require.NoError(t, s.start(context.Background(), componenttest.NewNopHost()))
 	t.Cleanup(func() { require.NoError(t, s.shutdown(context.Background())) })
 	return s
@@ -203,6 +209,7 @@ type pmetricResult struct {
 func newGPUScraperForTest(t *testing.T, lib nvml.Interface, clock *fakeClock) *gpuScraper {
 	t.Helper()
 	s := newGPUScraper(testConfig(), receivertest.NewNopSettings(metadata.Type), lib, clock.Now)
+	s.xidWait = testXIDWait
 	require.NoError(t, s.start(context.Background(), componenttest.NewNopHost()))
 	return s
 }
@@ -219,6 +226,7 @@ func newSimB(b *testing.B, system, scenario string, clock *fakeClock) *gpusim.Si
 func newGPUScraperB(b *testing.B, cfg *Config, lib nvml.Interface, clock *fakeClock) *gpuScraper {
 	b.Helper()
 	s := newGPUScraper(cfg, receivertest.NewNopSettings(metadata.Type), lib, clock.Now)
+	s.xidWait = testXIDWait
 	if err := s.start(context.Background(), componenttest.NewNopHost()); err != nil {
 		b.Fatal(err)
 	}

@@ -130,3 +130,25 @@ func TestReceiverRecoversWhenNVMLAppears(t *testing.T) {
 		}
 	}, 5*time.Second, 5*time.Millisecond, "status returns to OK")
 }
+
+// The XID watcher blocks inside NVML for up to defaultXIDWait at a time, so that an idle
+// agent wakes rarely; a receiver's shutdown waits for the wait in progress and no longer,
+// and no NVML call is left running once it returns (Shutdown is the session's last call).
+func TestShutdownWaitsForAtMostOneXIDWait(t *testing.T) {
+	clock := newFakeClock()
+	sim := newSim(t, "dgxh100", "steady-training", clock)
+	s := newGPUScraper(testConfig(), receivertest.NewNopSettings(metadata.Type), sim, clock.Now)
+	require.Equal(t, defaultXIDWait, s.xidWait, "as shipped")
+	require.NoError(t, s.start(context.Background(), componenttest.NewNopHost()))
+	require.NotNil(t, s.xids, "the simulator has XID events: the watcher runs")
+	time.Sleep(100 * time.Millisecond) // the watcher is inside a wait now
+	begin := time.Now()
+	require.NoError(t, s.shutdown(context.Background()))
+	took := time.Since(begin)
+	assert.Less(t, took, defaultXIDWait+time.Second, "shutdown waits for one XID wait at most")
+	select {
+	case <-s.xids.done:
+	default:
+		t.Fatal("the XID watcher still runs after shutdown")
+	}
+}

@@ -26,7 +26,7 @@ func (s *gpuScraper) startWatchers() {
 		return
 	}
 	old := s.xids
-	s.xids = startXIDWatcher(lib, s.devices, s.logger, s.now)
+	s.xids = startXIDWatcher(lib, s.devices, s.logger, s.now, s.xidWait)
 	if s.xids != nil {
 		s.xids.carryCounts(old)
 	}

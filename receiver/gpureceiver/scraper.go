@@ -41,6 +41,9 @@ type gpuScraper struct {
 	// only when the state does, not on every scrape.
 	nvmlDown     bool
 	lastInitFail nvml.Return
+	// xidWait is how long the XID watcher blocks inside NVML per wait, and so how long
+	// shutdown may wait for it (defaultXIDWait).
+	xidWait time.Duration
 }
 
 func newGPUScraper(cfg *Config, set receiver.Settings, lib nvml.Interface, now func() time.Time) *gpuScraper {
@@ -58,6 +61,7 @@ func newGPUScraper(cfg *Config, set receiver.Settings, lib nvml.Interface, now f
 		processEngines: selectedProcessEngines(cfg.Processes.Engines),
 		procNames:      newProcessNames(),
 		steady:         newSteadyPolicy(cfg),
+		xidWait:        defaultXIDWait,
 	}
 }
 
