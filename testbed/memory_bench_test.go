@@ -121,7 +121,7 @@ func TestAgentMemory(t *testing.T) {
 		}
 		// The shipped intervals and batch timeout, after startAgentOn's test defaults (the last wins).
 		node.env = append(node.env, "OTELCOL_GPU_INTERVAL=10s")
-		node.sets = append(node.sets, "processors::batch::timeout=200ms", "processors::gpu_enrich::kubelet::refresh_interval=10s")
+		node.sets = append(node.sets, "processors::batch::timeout=1s", "processors::gpu_enrich::kubelet::refresh_interval=10s")
 		agent := startAgentOn(t, p, "bench-memory", "dgxh100", "shared-gpu", node)
 		time.Sleep(warm)
 		var samples []proc.Memory

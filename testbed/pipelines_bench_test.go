@@ -5,7 +5,7 @@ package testbed
 // Side-by-side cost of delivering GPU metrics into the same real Prometheus:
 //
 //	a) native:  simulated GPUs → gpu → gpu_enrich → remote-write, on the shipped agent
-//	   configuration (configs/agent.yaml: memory_limiter, batch 200 ms, in-memory queue);
+//	   configuration (configs/agent.yaml: memory_limiter, batch 1 s, in-memory queue);
 //	   a') the same with the opt-in remote-write WAL overlay
 //	   a'') the same agent with native OTLP into Prometheus 3 (prometheus-otlp.yaml)
 //	b) dcgm+prometheus-agent: a dcgm-exporter exposition scraped by Prometheus in agent mode
@@ -469,7 +469,7 @@ func TestFreshness(t *testing.T) {
 	window := benchEnv("BENCH_WINDOW", 60*time.Second)
 	p := prom.Start(t, "")
 	// The shipped agent configuration, but for the interval (and BENCH_AGENT_SETS overrides).
-	startAgentOn(t, p, "fresh", "dgxh100", "steady-training", agentNode{sets: append([]string{"processors::batch::timeout=200ms"}, strings.Fields(os.Getenv("BENCH_AGENT_SETS"))...)})
+	startAgentOn(t, p, "fresh", "dgxh100", "steady-training", agentNode{sets: append([]string{"processors::batch::timeout=1s"}, strings.Fields(os.Getenv("BENCH_AGENT_SETS"))...)})
 	q := `timestamp(hw_power_watts{host_name="fresh",nvidia_gpu_index="0"})`
 	prom.Eventually(t, 60*time.Second, "first sample", func() error {
 		s, err := p.Query(q)
