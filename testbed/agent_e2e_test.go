@@ -95,7 +95,6 @@ func startAgentOn(t *testing.T, p *prom.Server, host, system, scenario string, n
 		"receivers::gpu::backend=simulated",
 		"receivers::gpu::simulated::system=" + system,
 		"receivers::gpu::simulated::scenario=" + scenario,
-		"processors::batch::timeout=1s",
 		"processors::gpu_enrich::kubelet::refresh_interval=1s",
 		"service::pipelines::metrics::processors=[memory_limiter,gpu_enrich,batch]",
 	}, node.sets...)

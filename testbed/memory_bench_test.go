@@ -119,9 +119,10 @@ func TestAgentMemory(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// The shipped intervals and batch timeout, after startAgentOn's test defaults (the last wins).
+		// The shipped intervals, after startAgentOn's test defaults (the last wins); the batch
+		// timeout is configs/agent.yaml's own.
 		node.env = append(node.env, "OTELCOL_GPU_INTERVAL=10s")
-		node.sets = append(node.sets, "processors::batch::timeout=1s", "processors::gpu_enrich::kubelet::refresh_interval=10s")
+		node.sets = append(node.sets, "processors::gpu_enrich::kubelet::refresh_interval=10s")
 		agent := startAgentOn(t, p, "bench-memory", "dgxh100", "shared-gpu", node)
 		time.Sleep(warm)
 		var samples []proc.Memory
