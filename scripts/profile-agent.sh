@@ -14,7 +14,10 @@
 # AGENT (distribution/agent/otelcol-gpu-agent; make build), PROMETHEUS (bin/prometheus;
 # make deps), GOMAXPROCS, GOMEMLIMIT and GOGC (the shipped ones, from
 # deploy/systemd/otelcol-gpu.env.example), PROCESSORS (the pipeline's processors, default
-# "memory_limiter, gpu_enrich, batch": the shipped ones less k8s_attributes), KEEP (set: keep the logs), PORT_OFFSET (0). Listens on 127.0.0.1 ports 19090
+# "memory_limiter, gpu_enrich, batch": the shipped ones less k8s_attributes), KEEP (set: keep the logs), PORT_OFFSET (0),
+# PROFILE (yes; no: only measure the CPU over the window, OUT.pprof is not written: Go's
+# CPU profiler adds 14-15 % to the agent's CPU at 64 GPUs x 1 s, its writer waking ten
+# times a second, so compare only figures taken the same way). Listens on 127.0.0.1 ports 19090
 # (Prometheus), 11777 (pprof), 13999 and 18999, each plus PORT_OFFSET: two runs with
 # different offsets at the same time compare two builds under the same load on the
 # machine, which a VM's drift between runs otherwise hides (docs/benchmarks.md).
@@ -95,7 +98,11 @@ fi
 ticks() { awk '{print $14 + $15}' "/proc/$agent_pid/stat"; }
 written() { awk '/^wchar/ {print $2}' "/proc/$agent_pid/io"; }
 t0=$(ticks) w0=$(written)
-curl -sf -o "$out" "http://127.0.0.1:$pprof_port/debug/pprof/profile?seconds=$window"
+if [[ ${PROFILE:-yes} == no ]]; then
+	sleep "$window"
+else
+	curl -sf -o "$out" "http://127.0.0.1:$pprof_port/debug/pprof/profile?seconds=$window"
+fi
 t1=$(ticks) w1=$(written)
 
 hz=$(getconf CLK_TCK)
@@ -106,4 +113,4 @@ awk -v t=$((t1 - t0)) -v hz="$hz" -v g="$gpus" -v w="$window" -v b=$((w1 - w0)) 
 }'
 grep -E 'VmRSS|RssAnon|RssFile' "/proc/$agent_pid/status" | tr -s ' \t\n' ' '
 echo
-echo "profile: $out"
+[[ ${PROFILE:-yes} == no ]] || echo "profile: $out"
