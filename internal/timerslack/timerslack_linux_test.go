@@ -15,40 +15,44 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// helperEnv makes the test binary run TestEnsureHelper as a program of its own: it prints
+// helperEnv makes the test binary run helper as a program of its own (TestMain): it prints
 // "start" each time it starts (so a re-execution shows as two), calls Ensure with the
 // slack in the variable, and prints the slack of its main thread and of new threads.
 const helperEnv = "TIMERSLACK_TEST_HELPER"
 
-func TestEnsureHelper(t *testing.T) {
-	value := os.Getenv(helperEnv)
-	if value == "" {
-		return // run by the tests below, as a process of its own
+func TestMain(m *testing.M) {
+	if value := os.Getenv(helperEnv); value != "" {
+		helper(value)
+		os.Exit(0)
 	}
+	os.Exit(m.Run())
+}
+
+func helper(value string) {
 	fmt.Println("start")
 	slack, _ := time.ParseDuration(value)
 	if err := Ensure(slack); err != nil {
 		fmt.Println("error:", err)
 	}
 	runtime.LockOSThread() // the main goroutine stays on this thread
-	fmt.Println("main thread:", currentSlack(t))
+	fmt.Println("main thread:", slackOfThisThread())
 	for range 3 {
 		// A thread created now, as the runtime creates them while the agent runs.
 		done := make(chan int64)
 		go func() {
 			runtime.LockOSThread() // never unlocked: the thread exits with the goroutine
-			done <- currentSlack(t)
+			done <- slackOfThisThread()
 		}()
 		fmt.Println("new thread:", <-done)
 	}
 	fmt.Println("marker kept:", os.Getenv(reexecMarker) != "")
-	os.Exit(0)
 }
 
-func currentSlack(t *testing.T) int64 {
+// slackOfThisThread is the calling thread's timer slack in ns, -1 if it cannot be read.
+func slackOfThisThread() int64 {
 	v, err := unix.PrctlRetInt(unix.PR_GET_TIMERSLACK, 0, 0, 0, 0)
 	if err != nil {
-		t.Fatal(err)
+		return -1
 	}
 	return int64(v)
 }
@@ -62,13 +66,13 @@ func runHelper(t *testing.T, slack string, parentSlack time.Duration, env ...str
 	if parentSlack > 0 {
 		// The child inherits the slack of the thread that starts it (this one); put it back
 		// afterwards for the tests' other goroutines.
-		before := currentSlack(t)
+		before := slackOfThisThread()
 		if err := unix.Prctl(unix.PR_SET_TIMERSLACK, uintptr(parentSlack.Nanoseconds()), 0, 0, 0); err != nil {
 			t.Fatal(err)
 		}
 		defer func() { _ = unix.Prctl(unix.PR_SET_TIMERSLACK, uintptr(before), 0, 0, 0) }()
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestEnsureHelper$", "-test.count=1")
+	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), append(env, helperEnv+"="+slack)...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
@@ -95,7 +99,7 @@ func TestEnsureLeavesASlackAlreadySet(t *testing.T) {
 }
 
 func TestEnsureOffChangesNothing(t *testing.T) {
-	inherited := strconv.FormatInt(currentSlack(t), 10)
+	inherited := strconv.FormatInt(slackOfThisThread(), 10)
 	got := runHelper(t, "0s", 0)
 	if got[0] != "start" || got[1] != "main thread: "+inherited {
 		t.Errorf("off changed the process:\n%s", strings.Join(got, "\n"))
