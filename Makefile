@@ -131,9 +131,9 @@ $(BIN)/otelcol-scrape: tools/otelcol-scrape/builder-config.yaml versions.mk | $(
 bench-gateway: build
 	go test -tags "e2e benchpipelines" -count=1 -run TestGatewayLoad -v -timeout 60m ./testbed/
 
-## test-gpu: hardware tests on a machine with an NVIDIA GPU and driver
+## test-gpu: acceptance of a GPU node: the receiver's hardware tests, then the agent for two minutes on the real GPUs compared field by field with nvidia-smi -q -x (scripts/test-gpu.sh, docs/test-gpu.md; report in ./gpu-report)
 test-gpu:
-	go test -tags gpu -count=1 -v ./receiver/gpureceiver/...
+	scripts/test-gpu.sh
 
 ## deps: install the system packages the tests need (gcc, Debian's Prometheus 2.42 for the compatibility row) and build the testbed's backends into ./bin once per version (Prometheus 3 + promtool, Alertmanager, kube-apiserver, etcd, VictoriaMetrics; about 25 minutes cold on 2 cores)
 deps:

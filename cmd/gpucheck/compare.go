@@ -299,10 +299,10 @@ func valueChecks() []valueCheck {
 		{field: "memory temperature (memory_temp)", smi: vTempMemory, agent: kTempMemory, scale: 1, unit: "°C", tolerance: fixed(3, "3 °C")},
 		{field: "SM clock (clocks/sm_clock)", smi: vClockSM, agent: kClockSM, scale: 1e-6, unit: "MHz", tolerance: clockTolerance(vMaxSM)},
 		{field: "memory clock (clocks/mem_clock)", smi: vClockMemory, agent: kClockMemory, scale: 1e-6, unit: "MHz", tolerance: clockTolerance(vMaxMemory)},
-		{field: "graphics clock (clocks/graphics_clock)", smi: vClockGraphics, notReported: "the receiver reports the SM and memory clocks only"},
+		{field: "graphics clock (clocks/graphics_clock)", smi: vClockGraphics, unit: "MHz", notReported: "the receiver reports the SM and memory clocks only"},
 		{field: "max SM clock (max_clocks/sm_clock)", smi: vMaxSM, agent: kMaxSM, scale: 1e-6, unit: "MHz", tolerance: fixed(0, "exact")},
 		{field: "max memory clock (max_clocks/mem_clock)", smi: vMaxMemory, agent: kMaxMemory, scale: 1e-6, unit: "MHz", tolerance: fixed(0, "exact")},
-		{field: "max graphics clock (max_clocks/graphics_clock)", smi: vMaxGraphics, notReported: "the receiver reports the SM and memory clocks only"},
+		{field: "max graphics clock (max_clocks/graphics_clock)", smi: vMaxGraphics, unit: "MHz", notReported: "the receiver reports the SM and memory clocks only"},
 	}
 }
 
