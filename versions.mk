@@ -26,4 +26,6 @@ VICTORIAMETRICS_VERSION := 1.151.0
 # CRDs the manifests need when deploy/test applies them to the API server, read from these
 # Go modules' zips (the proxy serves no newer prometheus-operator main module).
 PROMETHEUS_OPERATOR_VERSION := 0.85.0
-OTEL_OPERATOR_VERSION       := 0.140.0
+# The agent's OpenTelemetryCollector sets spec.hostPID, which the operator has from v0.142.0
+# on; v0.144.0 is the newest the proxy serves here (v0.145.0 is refused).
+OTEL_OPERATOR_VERSION       := 0.144.0
