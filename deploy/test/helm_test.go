@@ -173,7 +173,7 @@ func TestHelmDefaults(t *testing.T) {
 func TestHelmFullValues(t *testing.T) {
 	o := helmTemplate(t, filepath.Join(chartDir(t), "ci", "full-values.yaml"))
 	spec := o.daemonSet(t, "otelcol-gpu-agent").Spec.Template.Spec
-	checkAgentPod(t, spec, agentExpect{kubelet: true, processes: false, procRoot: "/host/proc"})
+	checkAgentPod(t, spec, agentExpect{kubelet: true, processes: false})
 	checkRBAC(t, o, "otelcol-gpu-agent", "otelcol-gpu-agent", releaseNamespace)
 	if spec.RuntimeClassName == nil || *spec.RuntimeClassName != "nvidia" {
 		t.Error("runtimeClassName nvidia not rendered")
@@ -347,7 +347,7 @@ func TestHelmRemoteWriteWAL(t *testing.T) {
 func TestHelmNonRoot(t *testing.T) {
 	o := helmTemplate(t, filepath.Join(chartDir(t), "ci", "non-root-values.yaml"))
 	spec := o.daemonSet(t, "otelcol-gpu-agent").Spec.Template.Spec
-	checkAgentPod(t, spec, agentExpect{nonRoot: true, processes: true, procRoot: "/host/proc"})
+	checkAgentPod(t, spec, agentExpect{nonRoot: true, processes: true})
 	validatePod(t, o, spec)
 }
 

@@ -147,7 +147,7 @@ func TestKustomizeComponents(t *testing.T) {
 		{
 			name:       "non-root",
 			components: []string{"non-root"},
-			want:       agentExpect{nonRoot: true, processes: true, procRoot: "/host/proc"},
+			want:       agentExpect{nonRoot: true, processes: true},
 		},
 		{
 			name:       "remote-write-auth-bearer",
@@ -197,7 +197,7 @@ func TestKustomizeComponents(t *testing.T) {
 		{
 			name:       "remote-write-auth-basic and non-root",
 			components: []string{"remote-write-auth-basic", "non-root", "runtime-class-nvidia"},
-			want:       agentExpect{nonRoot: true, processes: true, procRoot: "/host/proc"},
+			want:       agentExpect{nonRoot: true, processes: true},
 			check: func(t *testing.T, o *objects) {
 				env := envMap(o.daemonSet(t, "otelcol-gpu-agent").Spec.Template.Spec.Containers[0])
 				if ref := env["REMOTE_WRITE_BASIC_AUTH"].ValueFrom; ref == nil || ref.SecretKeyRef == nil {

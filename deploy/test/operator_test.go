@@ -29,6 +29,7 @@ type otelCollector struct {
 		UpgradeStrategy         string                      `json:"upgradeStrategy"`
 		ServiceAccount          string                      `json:"serviceAccount"`
 		PriorityClassName       string                      `json:"priorityClassName"`
+		HostPID                 bool                        `json:"hostPID"`
 		DaemonSetUpdateStrategy map[string]any              `json:"daemonSetUpdateStrategy"`
 		Affinity                *corev1.Affinity            `json:"affinity"`
 		Tolerations             []corev1.Toleration         `json:"tolerations"`
@@ -106,6 +107,7 @@ func TestOperatorCollector(t *testing.T) {
 	same("tolerations", cr.Spec.Tolerations, base.Tolerations)
 	same("resources", cr.Spec.Resources, bc.Resources)
 	same("priorityClassName", cr.Spec.PriorityClassName, base.PriorityClassName)
+	same("hostPID", cr.Spec.HostPID, base.HostPID)
 	same("terminationGracePeriodSeconds", cr.Spec.TerminationGracePeriodSeconds, base.TerminationGracePeriodSeconds)
 	var baseMounts []corev1.VolumeMount
 	for _, m := range bc.VolumeMounts {
@@ -126,6 +128,7 @@ func TestOperatorCollector(t *testing.T) {
 	spec := corev1.PodSpec{
 		ServiceAccountName: cr.Spec.ServiceAccount,
 		PriorityClassName:  cr.Spec.PriorityClassName,
+		HostPID:            cr.Spec.HostPID,
 		Affinity:           cr.Spec.Affinity,
 		Tolerations:        cr.Spec.Tolerations,
 		SecurityContext:    cr.Spec.PodSecurityContext,

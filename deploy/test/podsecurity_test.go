@@ -43,7 +43,8 @@ func (w *warnings) take() []string {
 // standard forbids every hostPath: the agent's pod is rejected in a baseline namespace,
 // and the agent namespace's warn label says so at each admission. There the shipped
 // ValidatingAdmissionPolicy refuses what baseline would (privileged, capabilities, host
-// namespaces) and any host mount but the agent's, or a writable one.
+// network and IPC), the host's PID namespace to any pod but the agent's with every
+// capability dropped, and any host mount but the agent's, or a writable one.
 func TestPodSecurityAdmission(t *testing.T) {
 	s := kubeapi.Start(t)
 	a := newApplier(t, s)
@@ -110,6 +111,8 @@ func TestPodSecurityAdmission(t *testing.T) {
 				{"root", "runAsNonRoot", func(p *corev1.Pod) {
 					p.Spec.SecurityContext.RunAsUser, p.Spec.SecurityContext.RunAsNonRoot = ptr(int64(0)), ptr(false)
 				}},
+				// The agent's host PID namespace stays the agent's: the gateway has none.
+				{"hostPID", "hostPID", func(p *corev1.Pod) { p.Spec.HostPID = true }},
 			} {
 				pod := gwPod.DeepCopy()
 				pod.Name = "probe-" + strings.ToLower(probe.name)
@@ -145,8 +148,8 @@ func TestPodSecurityAdmission(t *testing.T) {
 			if err := create(agentPod); err != nil {
 				t.Errorf("the agent's pod is refused in %s: %v", agentNS, err)
 			}
-			if ws := strings.Join(w.take(), " "); !strings.Contains(ws, "hostPath") {
-				t.Errorf("admitting the agent: warnings %q, want baseline's hostPath warning (warn: baseline)", ws)
+			if ws := strings.Join(w.take(), " "); !strings.Contains(ws, "hostPath") || !strings.Contains(ws, "hostPID") {
+				t.Errorf("admitting the agent: warnings %q, want baseline's hostPath and hostPID warnings (warn: baseline)", ws)
 			}
 			// The namespace is "privileged" for the agent's mounts; the shipped admission
 			// policy keeps everything else there at baseline, and the host mounts to the
@@ -162,15 +165,34 @@ func TestPodSecurityAdmission(t *testing.T) {
 				{"capability", "no added capabilities", func(p *corev1.Pod) {
 					p.Spec.Containers[0].SecurityContext.Capabilities.Add = []corev1.Capability{"SYS_ADMIN"}
 				}},
-				{"hostPID", "no host namespaces", func(p *corev1.Pod) { p.Spec.HostPID = true }},
+				// The agent's pod has the host's PID namespace; no other pod may, nor the
+				// agent's pod with a capability left to a container (a signal or ptrace away
+				// from every host process), nor any pod the host's network or IPC.
+				{"hostPID for another account", "the host PID namespace only for the agent", func(p *corev1.Pod) {
+					p.Spec.ServiceAccountName = "default"
+				}},
+				{"hostPID with capabilities", "the host PID namespace only for the agent", func(p *corev1.Pod) {
+					p.Spec.Containers[0].SecurityContext.Capabilities.Drop = nil
+				}},
+				{"hostPID with privilege escalation", "the host PID namespace only for the agent", func(p *corev1.Pod) {
+					p.Spec.Containers[0].SecurityContext.AllowPrivilegeEscalation = ptr(true)
+				}},
+				{"hostNetwork", "no host network or IPC", func(p *corev1.Pod) { p.Spec.HostNetwork = true }},
+				{"hostIPC", "no host network or IPC", func(p *corev1.Pod) { p.Spec.HostIPC = true }},
 				{"host root", "only the agent's host paths", func(p *corev1.Pod) {
 					p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "host-root", VolumeSource: corev1.VolumeSource{
 						HostPath: &corev1.HostPathVolumeSource{Path: "/"},
 					}})
 				}},
-				{"writable proc", "read-only", func(p *corev1.Pod) {
+				// hostPID shows the host's processes: the host's /proc is no longer the agent's.
+				{"host proc", "only the agent's host paths", func(p *corev1.Pod) {
+					p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "host-proc", VolumeSource: corev1.VolumeSource{
+						HostPath: &corev1.HostPathVolumeSource{Path: "/proc"},
+					}})
+				}},
+				{"writable pod-resources", "read-only", func(p *corev1.Pod) {
 					for i, m := range p.Spec.Containers[0].VolumeMounts {
-						if m.MountPath == "/host/proc" {
+						if m.MountPath == "/var/lib/kubelet/pod-resources" {
 							p.Spec.Containers[0].VolumeMounts[i].ReadOnly = false
 							p.Spec.Containers[0].VolumeMounts[i].RecursiveReadOnly = nil
 						}
@@ -214,6 +236,13 @@ func TestPodSecurityAdmission(t *testing.T) {
 			_, err = c.CoreV1().Pods(agentNS).UpdateEphemeralContainers(ctx, live.Name, live, metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}})
 			if err == nil || !strings.Contains(err.Error(), "no privileged container") {
 				t.Errorf("a privileged ephemeral container in the agents' namespace %s: %v, want refused (no privileged container)", agentNS, err)
+			}
+			// `kubectl debug`'s default container keeps the runtime's capabilities (CAP_KILL
+			// among them): in the host's PID namespace it could signal any host process.
+			live.Spec.EphemeralContainers[len(live.Spec.EphemeralContainers)-1].SecurityContext = nil
+			_, err = c.CoreV1().Pods(agentNS).UpdateEphemeralContainers(ctx, live.Name, live, metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}})
+			if err == nil || !strings.Contains(err.Error(), "the host PID namespace only for the agent") {
+				t.Errorf("a debug container with capabilities in the agent's pod (hostPID) in %s: %v, want refused (the host PID namespace only for the agent)", agentNS, err)
 			}
 
 			// Why "privileged": at baseline the same pod is refused for its host mounts.
