@@ -135,12 +135,12 @@ bench-gateway: build
 test-gpu:
 	scripts/test-gpu.sh
 
-## deps: install the system packages the tests need (gcc, Debian's Prometheus 2.42 for the compatibility row) and build the testbed's backends into ./bin once per version (Prometheus 3 + promtool, Alertmanager, kube-apiserver, etcd, VictoriaMetrics; about 25 minutes cold on 2 cores)
+## deps: install the system packages the tests need (gcc, Debian's Prometheus 2.42 for the compatibility row) and build the testbed's backends into ./bin once per version (Prometheus 3 + promtool, Alertmanager, kube-apiserver, kube-controller-manager, etcd, VictoriaMetrics; about 25 minutes cold on 2 cores)
 deps:
 	scripts/install-deps.sh
 	@# A stamp whose binary was deleted does not count.
 	@for t in prometheus:prometheus promtool:prometheus alertmanager:alertmanager kube-apiserver:kube-apiserver \
-	  etcd:etcd victoria-metrics:victoria-metrics; do [[ -x $(BIN)/$${t%%:*} ]] || rm -f $(STAMPS)/$${t#*:}-*; done
+	  kube-controller-manager:kube-controller-manager etcd:etcd victoria-metrics:victoria-metrics; do [[ -x $(BIN)/$${t%%:*} ]] || rm -f $(STAMPS)/$${t#*:}-*; done
 	$(MAKE) --no-print-directory -j$(DEPS_JOBS) backends
 
 # Two builds at a time: each go build uses both cores while compiling, but the links and
@@ -151,7 +151,8 @@ STAMPS := $(BIN)/.stamps
 # A stamp per tool and version: a version bump in versions.mk (or tools/*/go.mod, which
 # check-versions keeps in agreement) rebuilds that tool only.
 BACKENDS := $(STAMPS)/prometheus-$(PROMETHEUS_VERSION) $(STAMPS)/alertmanager-$(ALERTMANAGER_VERSION) \
-	$(STAMPS)/kube-apiserver-$(KUBERNETES_VERSION) $(STAMPS)/etcd-$(ETCD_VERSION) \
+	$(STAMPS)/kube-apiserver-$(KUBERNETES_VERSION) $(STAMPS)/kube-controller-manager-$(KUBERNETES_VERSION) \
+	$(STAMPS)/etcd-$(ETCD_VERSION) \
 	$(STAMPS)/victoria-metrics-$(VICTORIAMETRICS_VERSION)
 
 .PHONY: backends
@@ -176,6 +177,11 @@ $(STAMPS)/victoria-metrics-%:
 $(STAMPS)/kube-apiserver-%: tools/kube/go.mod tools/kube/go.sum
 	cd tools/kube && go build -trimpath $(GO_TOOL_LDFLAGS) -o $(BIN)/kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver
 	mkdir -p $(@D) && rm -f $(@D)/kube-apiserver-* && touch $@
+
+# The same module as kube-apiserver: deploy/test runs its DaemonSet controller alone.
+$(STAMPS)/kube-controller-manager-%: tools/kube/go.mod tools/kube/go.sum
+	cd tools/kube && go build -trimpath $(GO_TOOL_LDFLAGS) -o $(BIN)/kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager
+	mkdir -p $(@D) && rm -f $(@D)/kube-controller-manager-* && touch $@
 
 $(STAMPS)/etcd-%: tools/etcd/go.mod tools/etcd/go.sum tools/etcd/main.go
 	cd tools/etcd && go build -trimpath $(GO_TOOL_LDFLAGS) -o $(BIN)/etcd .
