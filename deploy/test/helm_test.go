@@ -178,6 +178,10 @@ func TestHelmFullValues(t *testing.T) {
 	if spec.RuntimeClassName == nil || *spec.RuntimeClassName != "nvidia" {
 		t.Error("runtimeClassName nvidia not rendered")
 	}
+	// What makes the GPU Operator's driver and MIG managers wait for the agent (26.7+).
+	if v := spec.NodeSelector["nvidia.com/gpu.deploy.client"]; v != "true" {
+		t.Errorf("nodeSelector = %v: agent.nodeSelector not rendered", spec.NodeSelector)
+	}
 	c := spec.Containers[0]
 	want := []string{
 		"--config=/etc/otelcol-gpu/config/agent.yaml",
