@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -39,18 +40,20 @@ func startLoad(ctx context.Context, mode string, logFile string) *gpuLoad {
 	case "none":
 		return &gpuLoad{Note: "none started (-load none): the process-list check compared whatever else runs on the GPUs"}
 	case "auto":
-		probe, cancel := context.WithTimeout(ctx, time.Minute)
+		probe, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
 		if out, err := exec.CommandContext(probe, "python3", "-c", "import torch; assert torch.cuda.is_available()").CombinedOutput(); err != nil {
 			return &gpuLoad{Note: "none could be started (python3 cannot use torch with CUDA: " + lastLine(string(out), err) + "): the process-list check compared what else runs on the GPUs, possibly nothing"}
 		}
-		l, err := startHold(ctx, exec.CommandContext(ctx, "python3", "-c", torchHold), logFile, 2*time.Minute)
+		l, err := startHold(ctx, exec.CommandContext(ctx, "python3", "-c", torchHold), logFile, time.Minute)
 		if err != nil {
 			return &gpuLoad{Note: "none could be started (" + err.Error() + "): the process-list check compared what else runs on the GPUs, possibly nothing"}
 		}
 		return l
 	default:
 		cmd := exec.CommandContext(ctx, "sh", "-c", mode)
+		// A group of its own: stop ends the command's children too, not only the shell.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 		log, err := os.Create(logFile)
 		if err != nil {
 			return &gpuLoad{Note: "none started: " + err.Error()}
@@ -104,19 +107,24 @@ func startHold(ctx context.Context, cmd *exec.Cmd, logFile string, wait time.Dur
 	}
 }
 
-// stop ends the process.
+// stop ends the process: the PyTorch holder when its stdin closes, a command of the
+// user's by SIGTERM to its process group; whatever is left after 10 s is killed.
 func (l *gpuLoad) stop() {
 	if l == nil || l.cmd == nil {
 		return
 	}
+	pid := l.cmd.Process.Pid
 	if l.stdin != nil {
 		_ = l.stdin.Close()
+	} else {
+		_ = syscall.Kill(-pid, syscall.SIGTERM)
 	}
 	done := make(chan struct{})
 	go func() { _ = l.cmd.Wait(); close(done) }()
 	select {
 	case <-done:
 	case <-time.After(10 * time.Second):
+		_ = syscall.Kill(-pid, syscall.SIGKILL)
 		_ = l.cmd.Process.Kill()
 		<-done
 	}
