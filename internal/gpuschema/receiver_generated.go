@@ -41,11 +41,13 @@ const (
 	MetricNvidiaGpuPowerLimitBoard           = "nvidia.gpu.power.limit.board"
 	MetricNvidiaGpuProcessMemoryUsage        = "nvidia.gpu.process.memory.usage"
 	MetricNvidiaGpuProcessUtilization        = "nvidia.gpu.process.utilization"
+	MetricNvidiaGpuProcessesHidden           = "nvidia.gpu.processes.hidden"
 	MetricNvidiaGpuProfilingActivity         = "nvidia.gpu.profiling.activity"
 	MetricNvidiaGpuProfilingBandwidth        = "nvidia.gpu.profiling.bandwidth"
 	MetricNvidiaGpuXidErrors                 = "nvidia.gpu.xid.errors"
 	MetricNvidiaGpuXidLast                   = "nvidia.gpu.xid.last"
 	MetricNvidiaNvmlAvailable                = "nvidia.nvml.available"
+	MetricNvidiaNvmlErrors                   = "nvidia.nvml.errors"
 	MetricNvidiaNvmlInitErrors               = "nvidia.nvml.init.errors"
 )
 
@@ -99,6 +101,7 @@ const (
 	AttrNvidiaGpuProfilingMetric   = "nvidia.gpu.profiling.metric"
 	AttrNvidiaGpuRetiredPagesCause = "nvidia.gpu.retired_pages.cause"
 	AttrNvidiaGpuXid               = "nvidia.gpu.xid"
+	AttrNvidiaNvmlCall             = "nvidia.nvml.call"
 	AttrNvidiaNvmlError            = "nvidia.nvml.error"
 )
 

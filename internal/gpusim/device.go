@@ -76,6 +76,11 @@ func (d *Device) read(call string) (float64, reading, nvml.Return) {
 	return t, r, nvml.SUCCESS
 }
 
+// lostNow reports whether the GPU is off the bus now, without counting a call.
+func (d *Device) lostNow() bool {
+	return d.lost.Load() || d.sim.scenario(d.sim.machine, d.index, d.sim.elapsed()).lost
+}
+
 func (d *Device) ret(call string) nvml.Return {
 	_, _, r := d.read(call)
 	return r

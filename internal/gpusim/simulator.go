@@ -236,9 +236,15 @@ func (s *Simulator) DeviceGetHandleByIndex(index int) (nvml.Device, nvml.Return)
 	return s.devices[index], nvml.SUCCESS
 }
 
-// DeviceGetHandleByUUID returns the GPU with that UUID.
+// DeviceGetHandleByUUID returns the GPU with that UUID. As nvml.h documents, it answers
+// ERROR_GPU_IS_LOST while any GPU has fallen off the bus, whichever is asked for.
 func (s *Simulator) DeviceGetHandleByUUID(uuid string) (nvml.Device, nvml.Return) {
 	s.count("DeviceGetHandleByUUID")
+	for _, d := range s.devices {
+		if d.lostNow() {
+			return nil, nvml.ERROR_GPU_IS_LOST
+		}
+	}
 	for _, d := range s.devices {
 		if strings.EqualFold(d.uuid, uuid) {
 			return d, nvml.SUCCESS

@@ -1,8 +1,6 @@
 package gpureceiver // import "github.com/otelcol-gpu/otelcol-gpu/receiver/gpureceiver"
 
 import (
-	"errors"
-	"fmt"
 	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
@@ -50,8 +48,6 @@ type deviceRead struct {
 	fields *fieldValues
 	// gpmValues is this interval's GPM reading of the whole GPU, nil without one.
 	gpmValues *gpmValues
-	errs      []error
-	failed    int
 	gone      bool
 	// memoryUsageSent is whether this collection recorded the GPU's hw.gpu.memory.usage,
 	// which lets hw.status be held back (sendHealth).
@@ -96,6 +92,7 @@ func (r *deviceRead) recordAll() {
 	}
 	r.recordXIDs()
 	r.recordHealth()
+	r.recordCallErrors()
 	r.mb.EmitForResource(metadata.WithResource(r.gpuResource()))
 	migs := r.recordMIG()
 	r.recordProcesses(migs)
@@ -109,17 +106,19 @@ func (r *deviceRead) skip(call string) bool {
 }
 
 // ok classifies an NVML answer and reports whether its value can be used.
+//
+// Nothing here becomes a scrape error: the collector logs those at Error level every
+// collection, and a driver that keeps answering the same code would fill the log. A lost
+// GPU is logged once (and reports hw.status failed); an unexpected code, or a privilege the
+// agent lacks, is counted per call and code (nvidia.nvml.errors) and logged once per GPU.
 func (r *deviceRead) ok(call string, ret nvml.Return) bool {
 	if ret == nvml.SUCCESS {
-		delete(r.dev.warned, call)
 		return true
 	}
 	switch {
 	case r.gone:
 	case nvmlclient.IsDeviceGone(ret):
 		r.gone = true
-		r.failed++
-		r.errs = append(r.errs, nvmlclient.NewError(call, ret))
 		if !r.dev.gone {
 			r.logger.Error("GPU stopped answering; it reports hw.status failed until it answers again",
 				zap.Int("gpu", r.dev.index), zap.String("uuid", r.dev.uuid), zap.String("nvml_error", nvmlclient.ReturnName(ret)))
@@ -128,24 +127,35 @@ func (r *deviceRead) ok(call string, ret nvml.Return) bool {
 		}
 	case ret == nvml.ERROR_NOT_SUPPORTED || ret == nvml.ERROR_FUNCTION_NOT_FOUND:
 		r.dev.unsupported[call] = true
+	case ret == nvml.ERROR_NO_PERMISSION:
+		// The agent's privileges do not change while it runs: the call is not made again.
+		r.dev.unsupported[call] = true
+		r.countError(call, ret, "NVML refuses this call without a privilege the agent lacks (for MIG queries: the MIG monitor capability, which a container gets with NVIDIA_MIG_MONITOR_DEVICES=all); what it would answer is missing, not zero, and it is not asked again")
 	case nvmlclient.IsNoData(ret):
 	default:
-		r.failed++
-		r.errs = append(r.errs, nvmlclient.NewError(call, ret))
-		if r.dev.warned[call] != ret {
-			r.logger.Warn("NVML call failed", zap.Int("gpu", r.dev.index), zap.String("call", call),
-				zap.String("nvml_error", nvmlclient.ReturnName(ret)))
-			r.dev.warned[call] = ret
-		}
+		r.countError(call, ret, "NVML call failed; counted in nvidia.nvml.errors, logged once per GPU, call and code")
 	}
 	return false
 }
 
-func (r *deviceRead) err() error {
-	if len(r.errs) == 0 {
-		return nil
+// countError counts a failed call and logs the first failure of each call and code.
+func (r *deviceRead) countError(call string, ret nvml.Return, msg string) {
+	key := callError{call: call, ret: ret}
+	if r.dev.callErrors[key] == 0 {
+		r.logger.Warn(msg, zap.Int("gpu", r.dev.index), zap.String("uuid", r.dev.uuid), zap.String("call", call),
+			zap.String("nvml_error", nvmlclient.ReturnName(ret)))
 	}
-	return fmt.Errorf("GPU %d (%s): %w", r.dev.index, r.dev.uuid, errors.Join(r.errs...))
+	r.dev.callErrors[key]++
+}
+
+// recordCallErrors reports the failed calls counted so far; a GPU without any reports none.
+func (r *deviceRead) recordCallErrors() {
+	if !r.metrics.NvidiaNvmlErrors.Enabled {
+		return
+	}
+	for key, n := range r.dev.callErrors {
+		r.mb.RecordNvidiaNvmlErrorsDataPoint(r.now, n, key.call, nvmlclient.ReturnName(key.ret))
+	}
 }
 
 // gpuResource is the GPU's own resource: its identity and, when that attribute is on,

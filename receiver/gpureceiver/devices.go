@@ -46,17 +46,27 @@ type gpuDevice struct {
 	// unsupported remembers calls the device answered NOT_SUPPORTED, so they are not
 	// repeated every scrape.
 	unsupported map[string]bool
-	// warned remembers the last unexpected error logged per call (rate limiting).
-	warned map[string]nvml.Return
+	// callErrors counts the calls that answered an unexpected code or NO_PERMISSION, by
+	// call and code (nvidia.nvml.errors); the first of each is logged.
+	callErrors map[callError]int64
 	// gone is set while the device answers "GPU is lost"; goneSince is when it started.
 	gone      bool
 	goneSince time.Time
+	// lookupDelay and nextLookup are the back-off of looking a lost GPU up again by UUID.
+	lookupDelay time.Duration
+	nextLookup  time.Time
 	// mig is the GPU's MIG mode and instances, read again every migRefresh.
 	mig migState
 	// health is the state reported last, to log changes once.
 	health metadata.AttributeHwState
 	// steadySent is what each steady series sent last, and when (steady.go).
 	steadySent map[steadyKey]steadyPoint
+}
+
+// callError is an NVML call and what it answered.
+type callError struct {
+	call string
+	ret  nvml.Return
 }
 
 // inventory is what dcgm-exporter offers as opt-in labels: versions and serial numbers.
@@ -139,7 +149,7 @@ func (s *gpuScraper) identify(lib nvml.Interface, i int, driver, nvmlVersion str
 		driver:       driver,
 		lastSampleTS: map[nvml.SamplingType]uint64{},
 		unsupported:  map[string]bool{},
-		warned:       map[string]nvml.Return{},
+		callErrors:   map[callError]int64{},
 		steadySent:   map[steadyKey]steadyPoint{},
 	}
 	if name, ret := h.GetName(); ret == nvml.SUCCESS {

@@ -132,8 +132,19 @@ func findMetric(rm pmetric.ResourceMetrics, name string) (pmetric.Metric, bool) 
 // include attrs.
 func pointValue(t *testing.T, rm pmetric.ResourceMetrics, name string, attrs map[string]string) float64 {
 	t.Helper()
-	m, ok := findMetric(rm, name)
+	_, ok := findMetric(rm, name)
 	require.Truef(t, ok, "metric %s missing", name)
+	v, ok := pointValueOK(rm, name, attrs)
+	require.Truef(t, ok, "metric %s has no point with %v", name, attrs)
+	return v
+}
+
+// pointValueOK is the value of the point of metric `name` with attrs, and whether there is one.
+func pointValueOK(rm pmetric.ResourceMetrics, name string, attrs map[string]string) (float64, bool) {
+	m, ok := findMetric(rm, name)
+	if !ok {
+		return 0, false
+	}
 	var dps pmetric.NumberDataPointSlice
 	switch m.Type() {
 	case pmetric.MetricTypeGauge:
@@ -141,19 +152,18 @@ func pointValue(t *testing.T, rm pmetric.ResourceMetrics, name string, attrs map
 	case pmetric.MetricTypeSum:
 		dps = m.Sum().DataPoints()
 	default:
-		t.Fatalf("metric %s has type %s", name, m.Type())
+		return 0, false
 	}
 	for i := 0; i < dps.Len(); i++ {
 		dp := dps.At(i)
 		if matches(dp.Attributes(), attrs) {
 			if dp.ValueType() == pmetric.NumberDataPointValueTypeInt {
-				return float64(dp.IntValue())
+				return float64(dp.IntValue()), true
 			}
-			return dp.DoubleValue()
+			return dp.DoubleValue(), true
 		}
 	}
-	t.Fatalf("metric %s has no point with %v", name, attrs)
-	return 0
+	return 0, false
 }
 
 func matches(got pcommon.Map, want map[string]string) bool {

@@ -2,7 +2,6 @@ package gpureceiver // import "github.com/otelcol-gpu/otelcol-gpu/receiver/gpure
 
 import (
 	"context"
-	"errors"
 	"os"
 	"time"
 
@@ -11,7 +10,6 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/receiver"
-	"go.opentelemetry.io/collector/scraper/scrapererror"
 	"go.uber.org/zap"
 
 	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpureceiver/internal/metadata"
@@ -36,7 +34,10 @@ type gpuScraper struct {
 	processEngines engineSelection
 	procNames      *processNames
 	steady         steadyPolicy
-	lastReinit     time.Time
+	// reinitDelay and nextReinit are the back-off of re-initialising NVML while no GPU
+	// answers (maybeRediscover).
+	reinitDelay time.Duration
+	nextReinit  time.Time
 	// nvmlDown remembers the last reported state so that logs and component status change
 	// only when the state does, not on every scrape.
 	nvmlDown     bool
@@ -104,8 +105,6 @@ func (s *gpuScraper) scrape(context.Context) (pmetric.Metrics, error) {
 	s.ensureNVML()
 	now := pcommon.NewTimestampFromTime(s.now())
 
-	var errs []error
-	failed := 0
 	lib := s.session.Lib()
 	if lib != nil {
 		if len(s.devices) == 0 {
@@ -116,21 +115,15 @@ func (s *gpuScraper) scrape(context.Context) (pmetric.Metrics, error) {
 		for _, d := range s.devices {
 			r := newDeviceRead(deps, lib, d, now)
 			r.recordAll()
-			if err := r.err(); err != nil {
-				errs = append(errs, err)
-				failed += r.failed
-			}
 		}
 		s.procNames.forgetUnseen()
 		s.maybeRediscover()
 	}
 	s.recordReceiverHealth(now, lib != nil)
 
-	md := s.mb.Emit()
-	if len(errs) > 0 {
-		return md, scrapererror.NewPartialScrapeError(errors.Join(errs...), failed)
-	}
-	return md, nil
+	// A GPU's failures are reported in its metrics (hw.status, nvidia.nvml.errors) and
+	// logged once, never as a scrape error (deviceRead.ok).
+	return s.mb.Emit(), nil
 }
 
 // readDeps hands a GPU read what it needs of the scraper.

@@ -121,13 +121,13 @@ func (w *xidWatcher) record(ev nvml.EventData) {
 	if ev.EventType&nvml.EventTypeXidCriticalError == 0 {
 		return
 	}
+	code := ev.EventData
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	uuid, ok := w.uuids[ev.Device]
 	if !ok {
 		return
 	}
-	code := ev.EventData
-	w.mu.Lock()
-	defer w.mu.Unlock()
 	w.last[uuid] = code
 	counts := w.counts[uuid]
 	if _, seen := counts[code]; !seen && len(counts) >= maxXIDCodesPerGPU {
@@ -139,6 +139,36 @@ func (w *xidWatcher) record(ev nvml.EventData) {
 		w.lastFatal[uuid] = w.now()
 	case thresholds.XIDSevere:
 		w.lastSevere[uuid] = w.now()
+	}
+}
+
+// register adds a GPU found again (a new handle) to the running event set, so that the
+// other GPUs' XID stream is not interrupted.
+func (w *xidWatcher) register(d *gpuDevice) {
+	select {
+	case <-w.stop: // closed: it only holds counters now
+		return
+	default:
+	}
+	w.mu.Lock()
+	_, known := w.uuids[d.handle]
+	w.mu.Unlock()
+	if known {
+		return
+	}
+	supported, ret := d.handle.GetSupportedEventTypes()
+	if ret != nvml.SUCCESS || supported&nvml.EventTypeXidCriticalError == 0 {
+		return
+	}
+	if ret := d.handle.RegisterEvents(nvml.EventTypeXidCriticalError, w.set); ret != nvml.SUCCESS {
+		w.logger.Warn("Cannot register for XID events", zap.Int("gpu", d.index), zap.String("nvml_error", nvmlclient.ReturnName(ret)))
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.uuids[d.handle] = d.uuid
+	if w.counts[d.uuid] == nil {
+		w.counts[d.uuid] = map[uint64]uint64{}
 	}
 }
 

@@ -1065,6 +1065,26 @@ func (ms *NvidiaGpuProcessUtilizationMetricConfig) Unmarshal(parser *confmap.Con
 	return nil
 }
 
+// NvidiaGpuProcessesHiddenMetricConfig provides config for the nvidia.gpu.processes.hidden metric.
+type NvidiaGpuProcessesHiddenMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+}
+
+func (ms *NvidiaGpuProcessesHiddenMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
 // NvidiaGpuProfilingActivityMetricConfig provides config for the nvidia.gpu.profiling.activity metric.
 type NvidiaGpuProfilingActivityMetricConfig struct {
 	Enabled          bool `mapstructure:"enabled"`
@@ -1250,23 +1270,13 @@ func (ms *NvidiaNvmlAvailableMetricConfig) Unmarshal(parser *confmap.Conf) error
 	return nil
 }
 
-// NvidiaNvmlInitErrorsMetricAttributeKey specifies the key of an attribute for the nvidia.nvml.init.errors metric.
-type NvidiaNvmlInitErrorsMetricAttributeKey string
-
-const (
-	NvidiaNvmlInitErrorsMetricAttributeKeyNvidiaNvmlError NvidiaNvmlInitErrorsMetricAttributeKey = "nvidia.nvml.error"
-)
-
-// NvidiaNvmlInitErrorsMetricConfig provides config for the nvidia.nvml.init.errors metric.
-type NvidiaNvmlInitErrorsMetricConfig struct {
+// NvidiaNvmlErrorsMetricConfig provides config for the nvidia.nvml.errors metric.
+type NvidiaNvmlErrorsMetricConfig struct {
 	Enabled          bool `mapstructure:"enabled"`
 	enabledSetByUser bool
-
-	AggregationStrategy string                                   `mapstructure:"aggregation_strategy"`
-	EnabledAttributes   []NvidiaNvmlInitErrorsMetricAttributeKey `mapstructure:"attributes"`
 }
 
-func (ms *NvidiaNvmlInitErrorsMetricConfig) Unmarshal(parser *confmap.Conf) error {
+func (ms *NvidiaNvmlErrorsMetricConfig) Unmarshal(parser *confmap.Conf) error {
 	if parser == nil {
 		return nil
 	}
@@ -1280,21 +1290,23 @@ func (ms *NvidiaNvmlInitErrorsMetricConfig) Unmarshal(parser *confmap.Conf) erro
 	return nil
 }
 
-func (ms *NvidiaNvmlInitErrorsMetricConfig) Validate() error {
-	for _, val := range ms.EnabledAttributes {
-		switch val {
-		case NvidiaNvmlInitErrorsMetricAttributeKeyNvidiaNvmlError:
-		default:
-			return fmt.Errorf("metric nvidia.nvml.init.errors doesn't have an attribute %v, valid attributes: [nvidia.nvml.error]", val)
-		}
+// NvidiaNvmlInitErrorsMetricConfig provides config for the nvidia.nvml.init.errors metric.
+type NvidiaNvmlInitErrorsMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+}
+
+func (ms *NvidiaNvmlInitErrorsMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
 	}
 
-	switch ms.AggregationStrategy {
-	case AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax:
-	default:
-		return fmt.Errorf("invalid aggregation strategy %q, valid strategies: [%s, %s, %s, %s]", ms.AggregationStrategy, AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax)
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
 	}
 
+	ms.enabledSetByUser = parser.IsSet("enabled")
 	return nil
 }
 
@@ -1337,11 +1349,13 @@ type MetricsConfig struct {
 	NvidiaGpuPowerLimitBoard           NvidiaGpuPowerLimitBoardMetricConfig           `mapstructure:"nvidia.gpu.power.limit.board"`
 	NvidiaGpuProcessMemoryUsage        NvidiaGpuProcessMemoryUsageMetricConfig        `mapstructure:"nvidia.gpu.process.memory.usage"`
 	NvidiaGpuProcessUtilization        NvidiaGpuProcessUtilizationMetricConfig        `mapstructure:"nvidia.gpu.process.utilization"`
+	NvidiaGpuProcessesHidden           NvidiaGpuProcessesHiddenMetricConfig           `mapstructure:"nvidia.gpu.processes.hidden"`
 	NvidiaGpuProfilingActivity         NvidiaGpuProfilingActivityMetricConfig         `mapstructure:"nvidia.gpu.profiling.activity"`
 	NvidiaGpuProfilingBandwidth        NvidiaGpuProfilingBandwidthMetricConfig        `mapstructure:"nvidia.gpu.profiling.bandwidth"`
 	NvidiaGpuXidErrors                 NvidiaGpuXidErrorsMetricConfig                 `mapstructure:"nvidia.gpu.xid.errors"`
 	NvidiaGpuXidLast                   NvidiaGpuXidLastMetricConfig                   `mapstructure:"nvidia.gpu.xid.last"`
 	NvidiaNvmlAvailable                NvidiaNvmlAvailableMetricConfig                `mapstructure:"nvidia.nvml.available"`
+	NvidiaNvmlErrors                   NvidiaNvmlErrorsMetricConfig                   `mapstructure:"nvidia.nvml.errors"`
 	NvidiaNvmlInitErrors               NvidiaNvmlInitErrorsMetricConfig               `mapstructure:"nvidia.nvml.init.errors"`
 }
 
@@ -1480,6 +1494,9 @@ func DefaultMetricsConfig() MetricsConfig {
 		NvidiaGpuProcessUtilization: NvidiaGpuProcessUtilizationMetricConfig{
 			Enabled: true,
 		},
+		NvidiaGpuProcessesHidden: NvidiaGpuProcessesHiddenMetricConfig{
+			Enabled: true,
+		},
 		NvidiaGpuProfilingActivity: NvidiaGpuProfilingActivityMetricConfig{
 			Enabled: true,
 		},
@@ -1501,10 +1518,11 @@ func DefaultMetricsConfig() MetricsConfig {
 		NvidiaNvmlAvailable: NvidiaNvmlAvailableMetricConfig{
 			Enabled: true,
 		},
+		NvidiaNvmlErrors: NvidiaNvmlErrorsMetricConfig{
+			Enabled: true,
+		},
 		NvidiaNvmlInitErrors: NvidiaNvmlInitErrorsMetricConfig{
-			Enabled:             true,
-			AggregationStrategy: AggregationStrategySum,
-			EnabledAttributes:   []NvidiaNvmlInitErrorsMetricAttributeKey{NvidiaNvmlInitErrorsMetricAttributeKeyNvidiaNvmlError},
+			Enabled: true,
 		},
 	}
 }

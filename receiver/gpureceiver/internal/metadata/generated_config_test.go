@@ -159,6 +159,9 @@ func TestMetricsBuilderConfig(t *testing.T) {
 					NvidiaGpuProcessUtilization: NvidiaGpuProcessUtilizationMetricConfig{
 						Enabled: true,
 					},
+					NvidiaGpuProcessesHidden: NvidiaGpuProcessesHiddenMetricConfig{
+						Enabled: true,
+					},
 					NvidiaGpuProfilingActivity: NvidiaGpuProfilingActivityMetricConfig{
 						Enabled: true,
 					},
@@ -180,10 +183,11 @@ func TestMetricsBuilderConfig(t *testing.T) {
 					NvidiaNvmlAvailable: NvidiaNvmlAvailableMetricConfig{
 						Enabled: true,
 					},
+					NvidiaNvmlErrors: NvidiaNvmlErrorsMetricConfig{
+						Enabled: true,
+					},
 					NvidiaNvmlInitErrors: NvidiaNvmlInitErrorsMetricConfig{
-						Enabled:             true,
-						AggregationStrategy: AggregationStrategySum,
-						EnabledAttributes:   []NvidiaNvmlInitErrorsMetricAttributeKey{NvidiaNvmlInitErrorsMetricAttributeKeyNvidiaNvmlError},
+						Enabled: true,
 					},
 				},
 				ResourceAttributes: ResourceAttributesConfig{
@@ -353,6 +357,9 @@ func TestMetricsBuilderConfig(t *testing.T) {
 					NvidiaGpuProcessUtilization: NvidiaGpuProcessUtilizationMetricConfig{
 						Enabled: false,
 					},
+					NvidiaGpuProcessesHidden: NvidiaGpuProcessesHiddenMetricConfig{
+						Enabled: false,
+					},
 					NvidiaGpuProfilingActivity: NvidiaGpuProfilingActivityMetricConfig{
 						Enabled: false,
 					},
@@ -374,10 +381,11 @@ func TestMetricsBuilderConfig(t *testing.T) {
 					NvidiaNvmlAvailable: NvidiaNvmlAvailableMetricConfig{
 						Enabled: false,
 					},
+					NvidiaNvmlErrors: NvidiaNvmlErrorsMetricConfig{
+						Enabled: false,
+					},
 					NvidiaNvmlInitErrors: NvidiaNvmlInitErrorsMetricConfig{
-						Enabled:             false,
-						AggregationStrategy: AggregationStrategySum,
-						EnabledAttributes:   []NvidiaNvmlInitErrorsMetricAttributeKey{NvidiaNvmlInitErrorsMetricAttributeKeyNvidiaNvmlError},
+						Enabled: false,
 					},
 				},
 				ResourceAttributes: ResourceAttributesConfig{
@@ -414,7 +422,7 @@ func TestMetricsBuilderConfig(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := loadMetricsBuilderConfig(t, tt.name)
-			diff := cmp.Diff(tt.want, cfg, cmpopts.IgnoreUnexported(HwEnergyMetricConfig{}, HwErrorsMetricConfig{}, HwGpuIoMetricConfig{}, HwGpuMemoryLimitMetricConfig{}, HwGpuMemoryUsageMetricConfig{}, HwGpuUtilizationMetricConfig{}, HwPowerMetricConfig{}, HwStatusMetricConfig{}, HwTemperatureMetricConfig{}, HwTemperatureLimitMetricConfig{}, NvidiaGpuClockFrequencyMetricConfig{}, NvidiaGpuClockFrequencyMaxMetricConfig{}, NvidiaGpuClockEventActiveMetricConfig{}, NvidiaGpuClockEventDurationMetricConfig{}, NvidiaGpuCountMetricConfig{}, NvidiaGpuFanSpeedMetricConfig{}, NvidiaGpuMemoryFreeMetricConfig{}, NvidiaGpuMemoryRemapFailedMetricConfig{}, NvidiaGpuMemoryRemapPendingMetricConfig{}, NvidiaGpuMemoryRemappedRowsMetricConfig{}, NvidiaGpuMemoryReservedMetricConfig{}, NvidiaGpuMemoryRetiredPagesMetricConfig{}, NvidiaGpuMemoryRetiredPagesPendingMetricConfig{}, NvidiaGpuMemoryCopyUtilizationMetricConfig{}, NvidiaGpuNvlinkErrorsMetricConfig{}, NvidiaGpuNvlinkIoMetricConfig{}, NvidiaGpuNvlinkStateMetricConfig{}, NvidiaGpuPcieLinkGenerationMetricConfig{}, NvidiaGpuPcieLinkGenerationMaxMetricConfig{}, NvidiaGpuPcieLinkWidthMetricConfig{}, NvidiaGpuPcieLinkWidthMaxMetricConfig{}, NvidiaGpuPcieReplaysMetricConfig{}, NvidiaGpuPerformanceStateMetricConfig{}, NvidiaGpuPowerLimitMetricConfig{}, NvidiaGpuPowerLimitBoardMetricConfig{}, NvidiaGpuProcessMemoryUsageMetricConfig{}, NvidiaGpuProcessUtilizationMetricConfig{}, NvidiaGpuProfilingActivityMetricConfig{}, NvidiaGpuProfilingBandwidthMetricConfig{}, NvidiaGpuXidErrorsMetricConfig{}, NvidiaGpuXidLastMetricConfig{}, NvidiaNvmlAvailableMetricConfig{}, NvidiaNvmlInitErrorsMetricConfig{}, ResourceAttributeConfig{}))
+			diff := cmp.Diff(tt.want, cfg, cmpopts.IgnoreUnexported(HwEnergyMetricConfig{}, HwErrorsMetricConfig{}, HwGpuIoMetricConfig{}, HwGpuMemoryLimitMetricConfig{}, HwGpuMemoryUsageMetricConfig{}, HwGpuUtilizationMetricConfig{}, HwPowerMetricConfig{}, HwStatusMetricConfig{}, HwTemperatureMetricConfig{}, HwTemperatureLimitMetricConfig{}, NvidiaGpuClockFrequencyMetricConfig{}, NvidiaGpuClockFrequencyMaxMetricConfig{}, NvidiaGpuClockEventActiveMetricConfig{}, NvidiaGpuClockEventDurationMetricConfig{}, NvidiaGpuCountMetricConfig{}, NvidiaGpuFanSpeedMetricConfig{}, NvidiaGpuMemoryFreeMetricConfig{}, NvidiaGpuMemoryRemapFailedMetricConfig{}, NvidiaGpuMemoryRemapPendingMetricConfig{}, NvidiaGpuMemoryRemappedRowsMetricConfig{}, NvidiaGpuMemoryReservedMetricConfig{}, NvidiaGpuMemoryRetiredPagesMetricConfig{}, NvidiaGpuMemoryRetiredPagesPendingMetricConfig{}, NvidiaGpuMemoryCopyUtilizationMetricConfig{}, NvidiaGpuNvlinkErrorsMetricConfig{}, NvidiaGpuNvlinkIoMetricConfig{}, NvidiaGpuNvlinkStateMetricConfig{}, NvidiaGpuPcieLinkGenerationMetricConfig{}, NvidiaGpuPcieLinkGenerationMaxMetricConfig{}, NvidiaGpuPcieLinkWidthMetricConfig{}, NvidiaGpuPcieLinkWidthMaxMetricConfig{}, NvidiaGpuPcieReplaysMetricConfig{}, NvidiaGpuPerformanceStateMetricConfig{}, NvidiaGpuPowerLimitMetricConfig{}, NvidiaGpuPowerLimitBoardMetricConfig{}, NvidiaGpuProcessMemoryUsageMetricConfig{}, NvidiaGpuProcessUtilizationMetricConfig{}, NvidiaGpuProcessesHiddenMetricConfig{}, NvidiaGpuProfilingActivityMetricConfig{}, NvidiaGpuProfilingBandwidthMetricConfig{}, NvidiaGpuXidErrorsMetricConfig{}, NvidiaGpuXidLastMetricConfig{}, NvidiaNvmlAvailableMetricConfig{}, NvidiaNvmlErrorsMetricConfig{}, NvidiaNvmlInitErrorsMetricConfig{}, ResourceAttributeConfig{}))
 			require.Emptyf(t, diff, "Config mismatch (-expected +actual):\n%s", diff)
 		})
 	}
@@ -584,18 +592,6 @@ func TestNvidiaGpuXidLastMetricsConfig_Validate(t *testing.T) {
 	require.ErrorContains(t, cfg.Validate(), "metric nvidia.gpu.xid.last doesn't have an attribute invalid, valid attributes: [nvidia.gpu.xid]")
 
 	cfg = DefaultMetricsConfig().NvidiaGpuXidLast
-	cfg.AggregationStrategy = "invalid"
-	require.ErrorContains(t, cfg.Validate(), "invalid aggregation strategy")
-}
-
-func TestNvidiaNvmlInitErrorsMetricsConfig_Validate(t *testing.T) {
-	cfg := DefaultMetricsConfig().NvidiaNvmlInitErrors
-	require.NoError(t, cfg.Validate())
-
-	cfg.EnabledAttributes = []NvidiaNvmlInitErrorsMetricAttributeKey{"invalid"}
-	require.ErrorContains(t, cfg.Validate(), "metric nvidia.nvml.init.errors doesn't have an attribute invalid, valid attributes: [nvidia.nvml.error]")
-
-	cfg = DefaultMetricsConfig().NvidiaNvmlInitErrors
 	cfg.AggregationStrategy = "invalid"
 	require.ErrorContains(t, cfg.Validate(), "invalid aggregation strategy")
 }

@@ -662,6 +662,9 @@ var MetricsInfo = metricsInfo{
 		Name:       "nvidia.gpu.process.utilization",
 		Attributes: []string{"nvidia.gpu.engine"},
 	},
+	NvidiaGpuProcessesHidden: metricInfo{
+		Name: "nvidia.gpu.processes.hidden",
+	},
 	NvidiaGpuProfilingActivity: metricInfo{
 		Name:       "nvidia.gpu.profiling.activity",
 		Attributes: []string{"nvidia.gpu.profiling.metric"},
@@ -680,6 +683,10 @@ var MetricsInfo = metricsInfo{
 	},
 	NvidiaNvmlAvailable: metricInfo{
 		Name: "nvidia.nvml.available",
+	},
+	NvidiaNvmlErrors: metricInfo{
+		Name:       "nvidia.nvml.errors",
+		Attributes: []string{"nvidia.nvml.call", "nvidia.nvml.error"},
 	},
 	NvidiaNvmlInitErrors: metricInfo{
 		Name:       "nvidia.nvml.init.errors",
@@ -725,11 +732,13 @@ type metricsInfo struct {
 	NvidiaGpuPowerLimitBoard           metricInfo
 	NvidiaGpuProcessMemoryUsage        metricInfo
 	NvidiaGpuProcessUtilization        metricInfo
+	NvidiaGpuProcessesHidden           metricInfo
 	NvidiaGpuProfilingActivity         metricInfo
 	NvidiaGpuProfilingBandwidth        metricInfo
 	NvidiaGpuXidErrors                 metricInfo
 	NvidiaGpuXidLast                   metricInfo
 	NvidiaNvmlAvailable                metricInfo
+	NvidiaNvmlErrors                   metricInfo
 	NvidiaNvmlInitErrors               metricInfo
 }
 
@@ -3093,6 +3102,56 @@ func newMetricNvidiaGpuProcessUtilization(cfg NvidiaGpuProcessUtilizationMetricC
 	return m
 }
 
+type metricNvidiaGpuProcessesHidden struct {
+	data     pmetric.Metric                       // data buffer for generated metric.
+	config   NvidiaGpuProcessesHiddenMetricConfig // metric config provided by user.
+	capacity int                                  // max observed number of data points added to the metric.
+}
+
+// init fills nvidia.gpu.processes.hidden metric with initial data.
+func (m *metricNvidiaGpuProcessesHidden) init() {
+	m.data.SetName("nvidia.gpu.processes.hidden")
+	m.data.SetDescription("1 while the GPU's framebuffer is in use but NVML lists no process on it - the driver (535.113 and later) lists only the processes of the agent's PID namespace, so an agent without hostPID sees none of the other containers' processes; or the agent lacks a privilege the listing needs. Present only while that is so; per-process and per-pod values of this GPU are missing then, not zero.")
+	m.data.SetUnit("1")
+	m.data.SetEmptyGauge()
+}
+
+func (m *metricNvidiaGpuProcessesHidden) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val int64) {
+	if !m.config.Enabled {
+		return
+	}
+	dp := m.data.Gauge().DataPoints().AppendEmpty()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	dp.SetIntValue(val)
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricNvidiaGpuProcessesHidden) updateCapacity() {
+	if m.data.Gauge().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Gauge().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricNvidiaGpuProcessesHidden) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Gauge().DataPoints().Len() > 0 {
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricNvidiaGpuProcessesHidden(cfg NvidiaGpuProcessesHiddenMetricConfig) metricNvidiaGpuProcessesHidden {
+	m := metricNvidiaGpuProcessesHidden{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
 type metricNvidiaGpuProfilingActivity struct {
 	data     pmetric.Metric                         // data buffer for generated metric.
 	config   NvidiaGpuProfilingActivityMetricConfig // metric config provided by user.
@@ -3469,11 +3528,65 @@ func newMetricNvidiaNvmlAvailable(cfg NvidiaNvmlAvailableMetricConfig) metricNvi
 	return m
 }
 
+type metricNvidiaNvmlErrors struct {
+	data     pmetric.Metric               // data buffer for generated metric.
+	config   NvidiaNvmlErrorsMetricConfig // metric config provided by user.
+	capacity int                          // max observed number of data points added to the metric.
+}
+
+// init fills nvidia.nvml.errors metric with initial data.
+func (m *metricNvidiaNvmlErrors) init() {
+	m.data.SetName("nvidia.nvml.errors")
+	m.data.SetDescription("NVML calls about this GPU that answered an unexpected error code, or ERROR_NO_PERMISSION (the agent lacks a privilege the call needs; it is not asked again), since the receiver started. Present only once a call has failed; each call and code is logged once per GPU.")
+	m.data.SetUnit("{call}")
+	m.data.SetEmptySum()
+	m.data.Sum().SetIsMonotonic(true)
+	m.data.Sum().SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+	m.data.Sum().DataPoints().EnsureCapacity(m.capacity)
+}
+
+func (m *metricNvidiaNvmlErrors) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val int64, nvidiaNvmlCallAttributeValue string, nvidiaNvmlErrorAttributeValue string) {
+	if !m.config.Enabled {
+		return
+	}
+	dp := m.data.Sum().DataPoints().AppendEmpty()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	dp.SetIntValue(val)
+	dp.Attributes().PutStr("nvidia.nvml.call", nvidiaNvmlCallAttributeValue)
+	dp.Attributes().PutStr("nvidia.nvml.error", nvidiaNvmlErrorAttributeValue)
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricNvidiaNvmlErrors) updateCapacity() {
+	if m.data.Sum().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Sum().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricNvidiaNvmlErrors) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Sum().DataPoints().Len() > 0 {
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricNvidiaNvmlErrors(cfg NvidiaNvmlErrorsMetricConfig) metricNvidiaNvmlErrors {
+	m := metricNvidiaNvmlErrors{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
 type metricNvidiaNvmlInitErrors struct {
-	data          pmetric.Metric                   // data buffer for generated metric.
-	config        NvidiaNvmlInitErrorsMetricConfig // metric config provided by user.
-	capacity      int                              // max observed number of data points added to the metric.
-	aggDataPoints []int64                          // slice containing number of aggregated datapoints at each index
+	data     pmetric.Metric                   // data buffer for generated metric.
+	config   NvidiaNvmlInitErrorsMetricConfig // metric config provided by user.
+	capacity int                              // max observed number of data points added to the metric.
 }
 
 // init fills nvidia.nvml.init.errors metric with initial data.
@@ -3485,48 +3598,17 @@ func (m *metricNvidiaNvmlInitErrors) init() {
 	m.data.Sum().SetIsMonotonic(true)
 	m.data.Sum().SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
 	m.data.Sum().DataPoints().EnsureCapacity(m.capacity)
-	m.aggDataPoints = m.aggDataPoints[:0]
 }
 
 func (m *metricNvidiaNvmlInitErrors) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val int64, nvidiaNvmlErrorAttributeValue string) {
 	if !m.config.Enabled {
 		return
 	}
-
-	dp := pmetric.NewNumberDataPoint()
+	dp := m.data.Sum().DataPoints().AppendEmpty()
 	dp.SetStartTimestamp(start)
 	dp.SetTimestamp(ts)
-	if slices.Contains(m.config.EnabledAttributes, NvidiaNvmlInitErrorsMetricAttributeKeyNvidiaNvmlError) {
-		dp.Attributes().PutStr("nvidia.nvml.error", nvidiaNvmlErrorAttributeValue)
-	}
-
-	var s string
-	dps := m.data.Sum().DataPoints()
-	for i := 0; i < dps.Len(); i++ {
-		dpi := dps.At(i)
-		if dp.Attributes().Equal(dpi.Attributes()) && dp.StartTimestamp() == dpi.StartTimestamp() && dp.Timestamp() == dpi.Timestamp() {
-			switch s = m.config.AggregationStrategy; s {
-			case AggregationStrategySum, AggregationStrategyAvg:
-				dpi.SetIntValue(dpi.IntValue() + val)
-				m.aggDataPoints[i] += 1
-				return
-			case AggregationStrategyMin:
-				if dpi.IntValue() > val {
-					dpi.SetIntValue(val)
-				}
-				return
-			case AggregationStrategyMax:
-				if dpi.IntValue() < val {
-					dpi.SetIntValue(val)
-				}
-				return
-			}
-		}
-	}
-
 	dp.SetIntValue(val)
-	m.aggDataPoints = append(m.aggDataPoints, 1)
-	dp.MoveTo(dps.AppendEmpty())
+	dp.Attributes().PutStr("nvidia.nvml.error", nvidiaNvmlErrorAttributeValue)
 }
 
 // updateCapacity saves max length of data point slices that will be used for the slice capacity.
@@ -3539,11 +3621,6 @@ func (m *metricNvidiaNvmlInitErrors) updateCapacity() {
 // emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
 func (m *metricNvidiaNvmlInitErrors) emit(metrics pmetric.MetricSlice) {
 	if m.config.Enabled && m.data.Sum().DataPoints().Len() > 0 {
-		if m.config.AggregationStrategy == AggregationStrategyAvg {
-			for i, aggCount := range m.aggDataPoints {
-				m.data.Sum().DataPoints().At(i).SetIntValue(m.data.Sum().DataPoints().At(i).IntValue() / aggCount)
-			}
-		}
 		m.updateCapacity()
 		m.data.MoveTo(metrics.AppendEmpty())
 		m.init()
@@ -3607,11 +3684,13 @@ type MetricsBuilder struct {
 	metricNvidiaGpuPowerLimitBoard           metricNvidiaGpuPowerLimitBoard
 	metricNvidiaGpuProcessMemoryUsage        metricNvidiaGpuProcessMemoryUsage
 	metricNvidiaGpuProcessUtilization        metricNvidiaGpuProcessUtilization
+	metricNvidiaGpuProcessesHidden           metricNvidiaGpuProcessesHidden
 	metricNvidiaGpuProfilingActivity         metricNvidiaGpuProfilingActivity
 	metricNvidiaGpuProfilingBandwidth        metricNvidiaGpuProfilingBandwidth
 	metricNvidiaGpuXidErrors                 metricNvidiaGpuXidErrors
 	metricNvidiaGpuXidLast                   metricNvidiaGpuXidLast
 	metricNvidiaNvmlAvailable                metricNvidiaNvmlAvailable
+	metricNvidiaNvmlErrors                   metricNvidiaNvmlErrors
 	metricNvidiaNvmlInitErrors               metricNvidiaNvmlInitErrors
 }
 
@@ -3675,11 +3754,13 @@ func NewMetricsBuilder(mbc MetricsBuilderConfig, settings receiver.Settings, opt
 		metricNvidiaGpuPowerLimitBoard:           newMetricNvidiaGpuPowerLimitBoard(mbc.Metrics.NvidiaGpuPowerLimitBoard),
 		metricNvidiaGpuProcessMemoryUsage:        newMetricNvidiaGpuProcessMemoryUsage(mbc.Metrics.NvidiaGpuProcessMemoryUsage),
 		metricNvidiaGpuProcessUtilization:        newMetricNvidiaGpuProcessUtilization(mbc.Metrics.NvidiaGpuProcessUtilization),
+		metricNvidiaGpuProcessesHidden:           newMetricNvidiaGpuProcessesHidden(mbc.Metrics.NvidiaGpuProcessesHidden),
 		metricNvidiaGpuProfilingActivity:         newMetricNvidiaGpuProfilingActivity(mbc.Metrics.NvidiaGpuProfilingActivity),
 		metricNvidiaGpuProfilingBandwidth:        newMetricNvidiaGpuProfilingBandwidth(mbc.Metrics.NvidiaGpuProfilingBandwidth),
 		metricNvidiaGpuXidErrors:                 newMetricNvidiaGpuXidErrors(mbc.Metrics.NvidiaGpuXidErrors),
 		metricNvidiaGpuXidLast:                   newMetricNvidiaGpuXidLast(mbc.Metrics.NvidiaGpuXidLast),
 		metricNvidiaNvmlAvailable:                newMetricNvidiaNvmlAvailable(mbc.Metrics.NvidiaNvmlAvailable),
+		metricNvidiaNvmlErrors:                   newMetricNvidiaNvmlErrors(mbc.Metrics.NvidiaNvmlErrors),
 		metricNvidiaNvmlInitErrors:               newMetricNvidiaNvmlInitErrors(mbc.Metrics.NvidiaNvmlInitErrors),
 		resourceAttributeIncludeFilter:           make(map[string]filter.Filter),
 		resourceAttributeExcludeFilter:           make(map[string]filter.Filter),
@@ -3947,11 +4028,13 @@ func (mb *MetricsBuilder) EmitForResource(options ...ResourceMetricsOption) {
 	mb.metricNvidiaGpuPowerLimitBoard.emit(ils.Metrics())
 	mb.metricNvidiaGpuProcessMemoryUsage.emit(ils.Metrics())
 	mb.metricNvidiaGpuProcessUtilization.emit(ils.Metrics())
+	mb.metricNvidiaGpuProcessesHidden.emit(ils.Metrics())
 	mb.metricNvidiaGpuProfilingActivity.emit(ils.Metrics())
 	mb.metricNvidiaGpuProfilingBandwidth.emit(ils.Metrics())
 	mb.metricNvidiaGpuXidErrors.emit(ils.Metrics())
 	mb.metricNvidiaGpuXidLast.emit(ils.Metrics())
 	mb.metricNvidiaNvmlAvailable.emit(ils.Metrics())
+	mb.metricNvidiaNvmlErrors.emit(ils.Metrics())
 	mb.metricNvidiaNvmlInitErrors.emit(ils.Metrics())
 
 	for _, op := range options {
@@ -4169,6 +4252,11 @@ func (mb *MetricsBuilder) RecordNvidiaGpuProcessUtilizationDataPoint(ts pcommon.
 	mb.metricNvidiaGpuProcessUtilization.recordDataPoint(mb.startTime, ts, val, nvidiaGpuEngineAttributeValue.String())
 }
 
+// RecordNvidiaGpuProcessesHiddenDataPoint adds a data point to nvidia.gpu.processes.hidden metric.
+func (mb *MetricsBuilder) RecordNvidiaGpuProcessesHiddenDataPoint(ts pcommon.Timestamp, val int64) {
+	mb.metricNvidiaGpuProcessesHidden.recordDataPoint(mb.startTime, ts, val)
+}
+
 // RecordNvidiaGpuProfilingActivityDataPoint adds a data point to nvidia.gpu.profiling.activity metric.
 func (mb *MetricsBuilder) RecordNvidiaGpuProfilingActivityDataPoint(ts pcommon.Timestamp, val float64, nvidiaGpuProfilingMetricAttributeValue AttributeNvidiaGpuProfilingMetric) {
 	mb.metricNvidiaGpuProfilingActivity.recordDataPoint(mb.startTime, ts, val, nvidiaGpuProfilingMetricAttributeValue.String())
@@ -4192,6 +4280,11 @@ func (mb *MetricsBuilder) RecordNvidiaGpuXidLastDataPoint(ts pcommon.Timestamp, 
 // RecordNvidiaNvmlAvailableDataPoint adds a data point to nvidia.nvml.available metric.
 func (mb *MetricsBuilder) RecordNvidiaNvmlAvailableDataPoint(ts pcommon.Timestamp, val int64) {
 	mb.metricNvidiaNvmlAvailable.recordDataPoint(mb.startTime, ts, val)
+}
+
+// RecordNvidiaNvmlErrorsDataPoint adds a data point to nvidia.nvml.errors metric.
+func (mb *MetricsBuilder) RecordNvidiaNvmlErrorsDataPoint(ts pcommon.Timestamp, val int64, nvidiaNvmlCallAttributeValue string, nvidiaNvmlErrorAttributeValue string) {
+	mb.metricNvidiaNvmlErrors.recordDataPoint(mb.startTime, ts, val, nvidiaNvmlCallAttributeValue, nvidiaNvmlErrorAttributeValue)
 }
 
 // RecordNvidiaNvmlInitErrorsDataPoint adds a data point to nvidia.nvml.init.errors metric.

@@ -81,7 +81,6 @@ func TestMetricsBuilder(t *testing.T) {
 			aggMap["nvidia.gpu.profiling.bandwidth"] = mb.metricNvidiaGpuProfilingBandwidth.config.AggregationStrategy
 			aggMap["nvidia.gpu.xid.errors"] = mb.metricNvidiaGpuXidErrors.config.AggregationStrategy
 			aggMap["nvidia.gpu.xid.last"] = mb.metricNvidiaGpuXidLast.config.AggregationStrategy
-			aggMap["nvidia.nvml.init.errors"] = mb.metricNvidiaNvmlInitErrors.config.AggregationStrategy
 
 			expectedWarnings := 0
 			if tt.metricsSet != testDataSetReag {
@@ -236,6 +235,9 @@ func TestMetricsBuilder(t *testing.T) {
 			mb.RecordNvidiaGpuProcessUtilizationDataPoint(ts, 1, AttributeNvidiaGpuEngineSm)
 			defaultMetricsCount++
 			allMetricsCount++
+			mb.RecordNvidiaGpuProcessesHiddenDataPoint(ts, 1)
+			defaultMetricsCount++
+			allMetricsCount++
 			mb.RecordNvidiaGpuProfilingActivityDataPoint(ts, 1, AttributeNvidiaGpuProfilingMetricGraphicsActive)
 
 			allMetricsCount++
@@ -260,10 +262,10 @@ func TestMetricsBuilder(t *testing.T) {
 			mb.RecordNvidiaNvmlAvailableDataPoint(ts, 1)
 			defaultMetricsCount++
 			allMetricsCount++
+			mb.RecordNvidiaNvmlErrorsDataPoint(ts, 1, "nvidia.nvml.call-val", "nvidia.nvml.error-val")
+			defaultMetricsCount++
+			allMetricsCount++
 			mb.RecordNvidiaNvmlInitErrorsDataPoint(ts, 1, "nvidia.nvml.error-val")
-			if tt.name == "reaggregate_set" {
-				mb.RecordNvidiaNvmlInitErrorsDataPoint(ts, 3, "nvidia.nvml.error-val-2")
-			}
 
 			rb := mb.NewResourceBuilder()
 			rb.SetHostName("host.name-val")
@@ -309,7 +311,6 @@ func TestMetricsBuilder(t *testing.T) {
 				assert.Empty(t, mb.metricNvidiaGpuProfilingBandwidth.aggDataPoints)
 				assert.Empty(t, mb.metricNvidiaGpuXidErrors.aggDataPoints)
 				assert.Empty(t, mb.metricNvidiaGpuXidLast.aggDataPoints)
-				assert.Empty(t, mb.metricNvidiaNvmlInitErrors.aggDataPoints)
 			}
 
 			if tt.expectEmpty {
@@ -1184,6 +1185,18 @@ func TestMetricsBuilder(t *testing.T) {
 					nvidiaGpuEngineAttrVal, ok := dp.Attributes().Get("nvidia.gpu.engine")
 					assert.True(t, ok)
 					assert.Equal(t, "sm", nvidiaGpuEngineAttrVal.Str())
+				case "nvidia.gpu.processes.hidden":
+					assert.False(t, validatedMetrics["nvidia.gpu.processes.hidden"], "Found a duplicate in the metrics slice: nvidia.gpu.processes.hidden")
+					validatedMetrics["nvidia.gpu.processes.hidden"] = true
+					assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
+					assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
+					assert.Equal(t, "1 while the GPU's framebuffer is in use but NVML lists no process on it - the driver (535.113 and later) lists only the processes of the agent's PID namespace, so an agent without hostPID sees none of the other containers' processes; or the agent lacks a privilege the listing needs. Present only while that is so; per-process and per-pod values of this GPU are missing then, not zero.", mi.Description())
+					assert.Equal(t, "1", mi.Unit())
+					dp := mi.Gauge().DataPoints().At(0)
+					assert.Equal(t, start, dp.StartTimestamp())
+					assert.Equal(t, ts, dp.Timestamp())
+					assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
+					assert.Equal(t, int64(1), dp.IntValue())
 				case "nvidia.gpu.profiling.activity":
 					assert.False(t, validatedMetrics["nvidia.gpu.profiling.activity"], "Found a duplicate in the metrics slice: nvidia.gpu.profiling.activity")
 					validatedMetrics["nvidia.gpu.profiling.activity"] = true
@@ -1342,50 +1355,43 @@ func TestMetricsBuilder(t *testing.T) {
 					assert.Equal(t, ts, dp.Timestamp())
 					assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
 					assert.Equal(t, int64(1), dp.IntValue())
+				case "nvidia.nvml.errors":
+					assert.False(t, validatedMetrics["nvidia.nvml.errors"], "Found a duplicate in the metrics slice: nvidia.nvml.errors")
+					validatedMetrics["nvidia.nvml.errors"] = true
+					assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
+					assert.Equal(t, 1, mi.Sum().DataPoints().Len())
+					assert.Equal(t, "NVML calls about this GPU that answered an unexpected error code, or ERROR_NO_PERMISSION (the agent lacks a privilege the call needs; it is not asked again), since the receiver started. Present only once a call has failed; each call and code is logged once per GPU.", mi.Description())
+					assert.Equal(t, "{call}", mi.Unit())
+					assert.True(t, mi.Sum().IsMonotonic())
+					assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
+					dp := mi.Sum().DataPoints().At(0)
+					assert.Equal(t, start, dp.StartTimestamp())
+					assert.Equal(t, ts, dp.Timestamp())
+					assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
+					assert.Equal(t, int64(1), dp.IntValue())
+					nvidiaNvmlCallAttrVal, ok := dp.Attributes().Get("nvidia.nvml.call")
+					assert.True(t, ok)
+					assert.Equal(t, "nvidia.nvml.call-val", nvidiaNvmlCallAttrVal.Str())
+					nvidiaNvmlErrorAttrVal, ok := dp.Attributes().Get("nvidia.nvml.error")
+					assert.True(t, ok)
+					assert.Equal(t, "nvidia.nvml.error-val", nvidiaNvmlErrorAttrVal.Str())
 				case "nvidia.nvml.init.errors":
-					if tt.name != "reaggregate_set" {
-						assert.False(t, validatedMetrics["nvidia.nvml.init.errors"], "Found a duplicate in the metrics slice: nvidia.nvml.init.errors")
-						validatedMetrics["nvidia.nvml.init.errors"] = true
-						assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
-						assert.Equal(t, 1, mi.Sum().DataPoints().Len())
-						assert.Equal(t, "Failed NVML initialisation attempts since the receiver started.", mi.Description())
-						assert.Equal(t, "{error}", mi.Unit())
-						assert.True(t, mi.Sum().IsMonotonic())
-						assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
-						dp := mi.Sum().DataPoints().At(0)
-						assert.Equal(t, start, dp.StartTimestamp())
-						assert.Equal(t, ts, dp.Timestamp())
-						assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
-						assert.Equal(t, int64(1), dp.IntValue())
-						nvidiaNvmlErrorAttrVal, ok := dp.Attributes().Get("nvidia.nvml.error")
-						assert.True(t, ok)
-						assert.Equal(t, "nvidia.nvml.error-val", nvidiaNvmlErrorAttrVal.Str())
-					} else {
-						assert.False(t, validatedMetrics["nvidia.nvml.init.errors"], "Found a duplicate in the metrics slice: nvidia.nvml.init.errors")
-						validatedMetrics["nvidia.nvml.init.errors"] = true
-						assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
-						assert.Equal(t, 1, mi.Sum().DataPoints().Len())
-						assert.Equal(t, "Failed NVML initialisation attempts since the receiver started.", mi.Description())
-						assert.Equal(t, "{error}", mi.Unit())
-						assert.True(t, mi.Sum().IsMonotonic())
-						assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
-						dp := mi.Sum().DataPoints().At(0)
-						assert.Equal(t, start, dp.StartTimestamp())
-						assert.Equal(t, ts, dp.Timestamp())
-						assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
-						switch aggMap["nvidia.nvml.init.errors"] {
-						case "sum":
-							assert.Equal(t, int64(4), dp.IntValue())
-						case "avg":
-							assert.Equal(t, int64(2), dp.IntValue())
-						case "min":
-							assert.Equal(t, int64(1), dp.IntValue())
-						case "max":
-							assert.Equal(t, int64(3), dp.IntValue())
-						}
-						_, ok := dp.Attributes().Get("nvidia.nvml.error")
-						assert.False(t, ok)
-					}
+					assert.False(t, validatedMetrics["nvidia.nvml.init.errors"], "Found a duplicate in the metrics slice: nvidia.nvml.init.errors")
+					validatedMetrics["nvidia.nvml.init.errors"] = true
+					assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
+					assert.Equal(t, 1, mi.Sum().DataPoints().Len())
+					assert.Equal(t, "Failed NVML initialisation attempts since the receiver started.", mi.Description())
+					assert.Equal(t, "{error}", mi.Unit())
+					assert.True(t, mi.Sum().IsMonotonic())
+					assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
+					dp := mi.Sum().DataPoints().At(0)
+					assert.Equal(t, start, dp.StartTimestamp())
+					assert.Equal(t, ts, dp.Timestamp())
+					assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
+					assert.Equal(t, int64(1), dp.IntValue())
+					nvidiaNvmlErrorAttrVal, ok := dp.Attributes().Get("nvidia.nvml.error")
+					assert.True(t, ok)
+					assert.Equal(t, "nvidia.nvml.error-val", nvidiaNvmlErrorAttrVal.Str())
 				}
 			}
 		})
