@@ -316,16 +316,35 @@ func writeLGI(w io.Writer, sim *gpusim.Simulator) error {
 				return fmt.Errorf("GPU %d instance %d: %s", i, giID, nvml.ErrorString(ret))
 			}
 			info, _ := gi.GetInfo()
-			p, ret := d.GetGpuInstanceProfileInfo(int(info.ProfileId))
-			if ret != nvml.SUCCESS {
-				return fmt.Errorf("GPU %d profile %d: %s", i, info.ProfileId, nvml.ErrorString(ret))
+			name, err := profileName(d, info.ProfileId)
+			if err != nil {
+				return fmt.Errorf("GPU %d instance %d: %w", i, giID, err)
 			}
-			name := fmt.Sprintf("MIG %dg.%dgb", p.SliceCount, int(math.Ceil(float64(p.MemorySizeMB)/1024)))
-			fmt.Fprintf(w, "| %3d  %-16s %6d %8d %10d:%d     |\n", i, name, info.ProfileId, giID, info.Placement.Start, info.Placement.Size)
+			fmt.Fprintf(w, "| %3d  %-16s %6d %8d %10d:%d     |\n", i, "MIG "+name, info.ProfileId, giID, info.Placement.Start, info.Placement.Size)
 			fmt.Fprintln(w, "+-------------------------------------------------------+")
 		}
 	}
 	return nil
+}
+
+// profileName names a GPU instance's profile from its profile id. On a real driver that
+// id is the device's own (19 for an H100's 1g.10gb), not the NVML_GPU_INSTANCE_PROFILE_*
+// enum nvmlDeviceGetGpuInstanceProfileInfo takes: the enum is found by asking each one.
+// Named as NVIDIA names them: slices, memory in GiB rounded up, "+me" for the profile
+// with the media extensions.
+func profileName(d nvml.Device, profileID uint32) (string, error) {
+	for enum := 0; enum < nvml.GPU_INSTANCE_PROFILE_COUNT; enum++ {
+		p, ret := d.GetGpuInstanceProfileInfo(enum)
+		if ret != nvml.SUCCESS || p.Id != profileID {
+			continue
+		}
+		name := fmt.Sprintf("%dg.%dgb", p.SliceCount, int(math.Ceil(float64(p.MemorySizeMB)/1024)))
+		if enum == nvml.GPU_INSTANCE_PROFILE_1_SLICE_REV1 {
+			name += "+me"
+		}
+		return name, nil
+	}
+	return "", fmt.Errorf("no profile has id %d", profileID)
 }
 
 func mibText(b uint64) string { return fmt.Sprintf("%d MiB", b/mib) }
