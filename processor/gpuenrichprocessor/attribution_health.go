@@ -17,6 +17,7 @@ func (p *gpuEnrichProcessor) recordAttributionHealth(host pmetric.ResourceMetric
 	ts := pcommon.NewTimestampFromTime(now)
 	defer p.emitInto(host)
 	p.mb.RecordNvidiaGpuProcessesFoldedDataPoint(ts, p.folded)
+	p.mb.RecordNvidiaGpuProcessesExitedDataPoint(ts, p.exited)
 	if p.src.pods == nil {
 		return
 	}

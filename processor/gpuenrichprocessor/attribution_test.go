@@ -288,3 +288,69 @@ func TestShutdownReleasesTheProcessLookups(t *testing.T) {
 	require.NoError(t, p.shutdown(context.Background()))
 	assert.Equal(t, 1, pids.closed)
 }
+
+// writeProcEntry writes <root>/<pid>/{cgroup,stat} as the kernel shows them.
+func writeProcEntry(t *testing.T, root string, pid int, cgroupLine string, start int) {
+	t.Helper()
+	dir := filepath.Join(root, itoa(pid))
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "cgroup"), []byte(cgroupLine+"\n"), 0o644))
+	stat := itoa(pid) + " (python3) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 " + itoa(start) + " 1 1 0 0 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0\n"
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "stat"), []byte(stat), 0o644))
+}
+
+// A process NVML lists whose /proc entry is gone by the time it is read has exited: it is
+// not given to the pod that holds the GPU (on a busy node it may have been anyone's), its
+// series sit out the collection, the pod's values leave its memory out, and it is counted.
+// Only a cgroup that cannot be read — the proc root hides the process — is inferred.
+func TestAProcessThatExitedIsNotGivenToTheHolder(t *testing.T) {
+	const trainerCgroup = "0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod5fb5b359_2df7_421a_8b41_2a10445bd33c.slice/cri-containerd-" + idTrainer + ".scope"
+	run := func(t *testing.T, showInit bool) pmetric.Metrics {
+		root := t.TempDir()
+		if showInit {
+			writeProcEntry(t, root, 1, "0::/init.scope", 5)
+		}
+		writeProcEntry(t, root, 41001, trainerCgroup, 1000)
+		writeProcEntry(t, root, 41003, "0::/system.slice/docker-673033715c3cd6f574b9ce8f7dbb34a780134c04f3dbb6e8c9dd4e1390e63495.scope", 1000)
+		for pid := 20001; pid <= 20007; pid++ { // the other GPUs' processes
+			writeProcEntry(t, root, pid, "0::/system.slice/train.service", 1000)
+		}
+		// 41002, which NVML lists, has no /proc entry: it exited after NVML's listing.
+		h := newHarness(t, "dgxh100", "shared-gpu", testConfig(), func(uuids []string, clock *fakeClock) sources {
+			s := exclusiveWithHostProcess(uuids, clock)
+			s.pids = cgroup.NewResolver(root)
+			return s
+		})
+		return h.run(3, 10*time.Second)
+	}
+	podMemory := func(t *testing.T, md pmetric.Metrics) float64 {
+		t.Helper()
+		for _, rm := range resources(md, map[string]string{"nvidia.gpu.index": "0", "k8s.pod.name": "trainer", "!process.pid": ""}) {
+			if hasScopeMetric(rm, "nvidia.gpu.pod.memory.usage") {
+				return point(t, rm, "nvidia.gpu.pod.memory.usage")
+			}
+		}
+		t.Fatal("no per-pod series for trainer on GPU 0")
+		return 0
+	}
+
+	md := run(t, true)
+	for _, rm := range resources(md, map[string]string{"process.pid": "41002"}) {
+		assert.True(t, onlyEndMarkers(rm), "the exited process has no series in the collection")
+	}
+	trainer := procByPID(t, md, "41001")
+	assert.Equal(t, methodCgroup, attrOf(trainer, "nvidia.gpu.attribution.method"))
+	assert.Equal(t, point(t, trainer, "nvidia.gpu.process.memory.usage"), podMemory(t, md),
+		"the pod's memory is its own process's, not the exited one's")
+	host := resources(md, map[string]string{"!hw.id": "", "host.name": "*"})[0]
+	assert.Equal(t, 3.0, point(t, host, "nvidia.gpu.processes.exited"), "counted in each of the three collections")
+
+	// The same entry missing under a proc root that shows no PID 1 (hidepid=invisible, no
+	// host /proc): the process may well run, its cgroup is unreadable, and it is inferred.
+	md = run(t, false)
+	hidden := procByPID(t, md, "41002")
+	assert.Equal(t, "trainer", attrOf(hidden, "k8s.pod.name"))
+	assert.Equal(t, methodInferred, attrOf(hidden, "nvidia.gpu.attribution.method"))
+	host = resources(md, map[string]string{"!hw.id": "", "host.name": "*"})[0]
+	assert.Zero(t, point(t, host, "nvidia.gpu.processes.exited"))
+}

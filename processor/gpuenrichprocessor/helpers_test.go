@@ -37,13 +37,14 @@ func (f *fakePods) Snapshot() (*podresources.Snapshot, podresources.Status) {
 }
 func (f *fakePods) Shutdown() error { return nil }
 
-// fakePIDs says where PIDs run; a PID it does not know is gone.
+// fakePIDs says where PIDs run; a PID it does not know cannot be read (as under a proc
+// root that hides it), so it is inferred to its GPU's holder, never taken for exited.
 type fakePIDs map[uint32]cgroup.Location
 
 func (f fakePIDs) Lookup(pid uint32) (cgroup.Location, error) {
 	c, ok := f[pid]
 	if !ok {
-		return cgroup.Location{}, cgroup.ErrProcessGone
+		return cgroup.Location{}, cgroup.ErrProcessHidden
 	}
 	return c, nil
 }

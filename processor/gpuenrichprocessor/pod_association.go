@@ -5,6 +5,7 @@ import (
 	"sort"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.uber.org/zap"
 
 	"github.com/otelcol-gpu/otelcol-gpu/processor/gpuenrichprocessor/internal/allocation"
@@ -74,8 +75,9 @@ func (p *gpuEnrichProcessor) resolveAllocation(snap *podresources.Snapshot, b *b
 }
 
 // associate gives each GPU its holders and each process its owner, and writes them on
-// their resources.
-func (p *gpuEnrichProcessor) associate(b *batch, a allocation.Allocation) {
+// their resources. Processes that exited before their cgroup was read leave b.procs; their
+// resources are returned for the caller to drop from the batch.
+func (p *gpuEnrichProcessor) associate(b *batch, a allocation.Allocation) (exited map[pmetric.ResourceMetrics]bool) {
 	byUUID := make(map[string]*gpuView, len(b.gpus))
 	for _, g := range b.gpus {
 		byUUID[g.uuid] = g
@@ -94,18 +96,36 @@ func (p *gpuEnrichProcessor) associate(b *batch, a allocation.Allocation) {
 		}
 	}
 	alive := make(map[uint32]bool, len(b.procs))
+	running := b.procs[:0]
 	for _, proc := range b.procs {
 		alive[proc.pid] = true
 		g := byUUID[proc.on]
-		proc.owner = p.attributeProcess(proc, g)
+		o, ok := p.attributeProcess(proc, g)
+		if !ok {
+			// Gone before it could be placed: whose it was is unknown, and the GPU's
+			// holder is the one answer known to be unfounded on a busy node. Its series
+			// sit out this collection (end_series ends them if they were there before).
+			if exited == nil {
+				exited = map[pmetric.ResourceMetrics]bool{}
+			}
+			exited[proc.rm] = true
+			if g != nil {
+				g.exited++
+			}
+			continue
+		}
+		proc.owner = o
 		p.putOwner(proc.rm.Resource().Attributes(), proc.owner)
 		if g != nil {
 			g.processes = append(g.processes, proc)
 		}
+		running = append(running, proc)
 	}
+	b.procs = running
 	if p.src.pids != nil {
 		p.src.pids.Forget(alive)
 	}
+	return exited
 }
 
 // holdersOf turns the containers holding a device into distinct pods. A pod gets a
@@ -140,22 +160,30 @@ func holdersOf(hs []allocation.Holder) []podRef {
 // attributeProcess finds who a GPU process belongs to. Its cgroup decides: a pod (UID and
 // container ID; named through the pod-name source), a container outside Kubernetes, a
 // Slurm job, or the host — even on a GPU that a single pod holds. Only when the cgroup
-// cannot be read is the process given to its GPU's single holder, marked inferred.
-func (p *gpuEnrichProcessor) attributeProcess(proc *processView, g *gpuView) owner {
+// exists but cannot be read (EACCES, hidepid, no host /proc) is the process given to its
+// GPU's single holder, marked inferred. A process that exited between NVML's listing and
+// the read (its /proc entry gone) is not: ok is false, and it belongs to no one.
+func (p *gpuEnrichProcessor) attributeProcess(proc *processView, g *gpuView) (o owner, ok bool) {
 	var holders []podRef
 	if g != nil {
 		holders = g.holders
 	}
 	if p.src.pids == nil {
-		return inferOwner(holders)
+		return inferOwner(holders), true
 	}
 	loc, err := p.src.pids.Lookup(proc.pid)
-	if err != nil {
-		if !errors.Is(err, cgroup.ErrProcessGone) {
-			p.logger.Debug("Cannot read a GPU process's cgroup", zap.Uint32("pid", proc.pid), zap.Error(err))
-		}
-		return inferOwner(holders)
+	switch {
+	case errors.Is(err, cgroup.ErrProcessGone):
+		return owner{}, false
+	case err != nil:
+		p.logger.Debug("Cannot read a GPU process's cgroup", zap.Uint32("pid", proc.pid), zap.Error(err))
+		return inferOwner(holders), true
 	}
+	return p.ownerAt(loc, holders), true
+}
+
+// ownerAt is the owner a process's cgroup location names.
+func (p *gpuEnrichProcessor) ownerAt(loc cgroup.Location, holders []podRef) owner {
 	switch {
 	case loc.InPod():
 		pod := podRef{UID: loc.PodUID, ContainerID: loc.ContainerID}

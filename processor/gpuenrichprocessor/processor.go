@@ -43,6 +43,9 @@ type gpuEnrichProcessor struct {
 	unmappedExample string
 	// folded counts the processes summed into "(other)" series since start.
 	folded int64
+	// exited counts the processes dropped since start because they had exited before
+	// their cgroup was read.
+	exited int64
 }
 
 func newProcessor(cfg *Config, set processor.Settings, now func() time.Time, src sources) *gpuEnrichProcessor {
@@ -105,7 +108,10 @@ func (p *gpuEnrichProcessor) processMetrics(_ context.Context, md pmetric.Metric
 		snap, status = p.src.pods.Snapshot()
 	}
 	alloc := p.resolveAllocation(snap, b)
-	p.associate(b, alloc)
+	if exited := p.associate(b, alloc); len(exited) > 0 {
+		md.ResourceMetrics().RemoveIf(func(rm pmetric.ResourceMetrics) bool { return exited[rm] })
+		p.exited += int64(len(exited))
+	}
 
 	users := pmetric.NewResourceMetricsSlice()
 	latest := pcommon.NewTimestampFromTime(p.now())

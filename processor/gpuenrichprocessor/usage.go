@@ -83,15 +83,16 @@ func gpuUsers(g *gpuView) (users []*user, others *user) {
 	for _, k := range keys {
 		users = append(users, byKey[k])
 	}
-	switch {
-	case len(g.processes) == 0 && len(users) == 1 && users[0].kind == tracking.Pod:
+	switch listed := len(g.processes) + g.exited; {
+	case listed == 0 && len(users) == 1 && users[0].kind == tracking.Pod:
 		// One pod holds the GPU and NVML lists no process at all (processes in other PID
 		// namespaces are invisible on some setups): the pod's values are the GPU's.
 		only := users[0]
 		only.mem, only.hasMem = g.memUsed, g.hasMem
 		only.sm, only.hasSM = g.util, g.hasUtil
-	case len(g.processes) > 0:
-		// Processes are listed: a holder running none of them uses nothing.
+	case listed > 0:
+		// Processes are listed (one that exited counts: the GPU's values still hold its
+		// memory, which is no holder's): a holder running none of them uses nothing.
 		for _, u := range users {
 			if !u.fromProcesses {
 				u.hasMem, u.hasSM = true, true

@@ -36,9 +36,17 @@ func (l Location) InPod() bool { return l.PodUID != "" }
 // IsHost reports whether the cgroup names no pod, container or job.
 func (l Location) IsHost() bool { return l == Location{} }
 
-// ErrProcessGone: <procRoot>/<pid> does not exist (the process exited). This is
-// a normal event, not an error to log.
+// ErrProcessGone: the process exited — <procRoot>/<pid> no longer exists (ENOENT) under a
+// proc root that shows other processes, or its files fail with ESRCH. This is a normal
+// event (NVML listed it a moment before it ended), not an error to log; it must not be
+// mistaken for a process whose cgroup cannot be read.
 var ErrProcessGone = errors.New("cgroup: process is gone")
+
+// ErrProcessHidden: <procRoot>/<pid> does not exist, but neither does <procRoot>/1, so
+// the proc root shows no other process (hidepid=invisible, or a proc root that is not
+// the host's /proc): whether the process still runs cannot be told. Its cgroup is
+// unreadable, not gone.
+var ErrProcessHidden = errors.New("cgroup: the proc root does not show the process")
 
 // ErrUnreadable: the content is not a /proc/<pid>/cgroup file (no
 // "hierarchy:controllers:path" line).

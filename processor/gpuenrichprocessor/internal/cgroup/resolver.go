@@ -30,6 +30,9 @@ type Resolver struct {
 	kept   int      // cached entries holding a descriptor
 	probe  [64]byte // the liveness read's buffer (under mu)
 	closed bool
+	// showsInit caches whether <procRoot>/1 exists (goneOr) until the next Forget, once
+	// per collection: 0 not yet asked, 1 yes, -1 no.
+	showsInit int8
 }
 
 // cached is a Parse outcome for one process, identified by its PID and its
@@ -57,9 +60,10 @@ func NewResolver(procRoot string) *Resolver {
 // Lookup says where a host PID runs. The process is identified by its PID and
 // its start time (/proc/<pid>/stat field 22), or on the kernel's proc
 // filesystem by a descriptor of its stat file: when the PID was reused since
-// the last lookup, the cgroup is read again. A PID whose /proc entry is gone
-// yields ErrProcessGone. Other read errors (EACCES with hidepid, a proc root
-// that is not the host's) are returned as is and not cached.
+// the last lookup, the cgroup is read again. A process that exited yields
+// ErrProcessGone; a PID the proc root does not show at all (hidepid=invisible, no
+// host /proc) yields ErrProcessHidden. Other read errors (EACCES or EPERM with
+// hidepid=noaccess) are returned as is. Errors are not cached.
 func (r *Resolver) Lookup(pid uint32) (Location, error) {
 	// Held across the reads: there are only a handful of GPU processes, and
 	// it keeps two concurrent lookups of one PID from both reading.
@@ -78,7 +82,7 @@ func (r *Resolver) Lookup(pid uint32) (Location, error) {
 	stat, err := os.Open(filepath.Join(dir, "stat"))
 	if err != nil {
 		r.drop(pid)
-		return Location{}, goneOr(err)
+		return Location{}, r.goneOr(err)
 	}
 	keep := false
 	defer func() {
@@ -89,7 +93,7 @@ func (r *Resolver) Lookup(pid uint32) (Location, error) {
 	start, err := readStartTime(stat)
 	if err != nil {
 		r.drop(pid)
-		return Location{}, err
+		return Location{}, r.goneOr(err)
 	}
 	if c, ok := r.cache[pid]; ok && c.startTime == start {
 		return c.loc, nil
@@ -97,7 +101,7 @@ func (r *Resolver) Lookup(pid uint32) (Location, error) {
 	data, err := os.ReadFile(filepath.Join(dir, "cgroup"))
 	if err != nil {
 		r.drop(pid)
-		return Location{}, goneOr(err)
+		return Location{}, r.goneOr(err)
 	}
 	loc, err := Parse(string(data))
 	if err != nil {
@@ -140,6 +144,7 @@ func (r *Resolver) drop(pid uint32) {
 func (r *Resolver) Forget(alive map[uint32]bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.showsInit = 0
 	for pid := range r.cache {
 		if !alive[pid] {
 			r.drop(pid)
@@ -178,7 +183,7 @@ func onProcFS(f *os.File) bool {
 func readStartTime(stat *os.File) (uint64, error) {
 	data, err := io.ReadAll(stat)
 	if err != nil {
-		return 0, goneOr(err)
+		return 0, err
 	}
 	s := string(data)
 	i := strings.LastIndexByte(s, ')')
@@ -197,10 +202,25 @@ func readStartTime(stat *os.File) (uint64, error) {
 	return start, nil
 }
 
-// goneOr maps "the process no longer exists" — its /proc directory is gone
-// (ENOENT), or it exited while the file was read (ESRCH) — to ErrProcessGone.
-func goneOr(err error) error {
-	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ESRCH) {
+// goneOr tells "the process exited" from "its cgroup cannot be read". ESRCH: it exited
+// while its files were read. ENOENT: its /proc entry is gone — it exited — if the proc
+// root shows PID 1; a proc root that does not (hidepid=invisible for this user, a
+// missing or foreign mount) hides every other process too, and ENOENT says nothing.
+// Other errors (EACCES, EPERM) are returned as they are. Called with mu held.
+func (r *Resolver) goneOr(err error) error {
+	switch {
+	case errors.Is(err, syscall.ESRCH):
+		return ErrProcessGone
+	case errors.Is(err, fs.ErrNotExist):
+		if r.showsInit == 0 {
+			r.showsInit = -1
+			if _, statErr := os.Stat(filepath.Join(r.procRoot, "1")); statErr == nil {
+				r.showsInit = 1
+			}
+		}
+		if r.showsInit < 0 {
+			return ErrProcessHidden
+		}
 		return ErrProcessGone
 	}
 	return err

@@ -36,7 +36,8 @@ func TestResolverFixtures(t *testing.T) {
 		{pid: 1010, want: Location{}}, // a host service
 		{pid: 1011, want: Location{PodUID: "1795bfc3-4a26-4b1a-93e7-18e74de49dc7", QoS: "guaranteed"}},
 		{pid: 1012, want: Location{PodUID: "1795bfc3-4a26-4b1a-93e7-18e74de49dc7", ContainerID: "85cdf19487d1d639a162e8064ba65525b3ae68ea528e632d251c0b18ef5f03dc", Runtime: "docker", QoS: "guaranteed"}},
-		{pid: 4242, wantErr: ErrProcessGone},
+		{pid: 1, want: Location{}},           // init
+		{pid: 4242, wantErr: ErrProcessGone}, // PID 1 is shown, 4242 is not: it exited
 	}
 	r := NewResolver("testdata/proc")
 	// Twice: the second pass is served from the cache.
@@ -142,8 +143,26 @@ func TestResolverProcessGone(t *testing.T) {
 	// Never existed.
 	_, err = r.Lookup(0)
 	require.ErrorIs(t, err, ErrProcessGone)
+}
+
+// A PID without a /proc entry has exited only where the proc root shows other processes:
+// under hidepid=invisible (PID 1 hidden too) or a proc root that is not the host's, the
+// entry is missing for a process that runs, and its cgroup is unreadable, not gone.
+func TestResolverHiddenIsNotGone(t *testing.T) {
+	root := copyProc(t)
+	require.NoError(t, os.RemoveAll(filepath.Join(root, "1")))
+	require.NoError(t, os.RemoveAll(filepath.Join(root, "1002")))
+	r := NewResolver(root)
+	_, err := r.Lookup(1002)
+	require.ErrorIs(t, err, ErrProcessHidden)
+	require.NotErrorIs(t, err, ErrProcessGone)
+	got, err := r.Lookup(1001)
+	require.NoError(t, err, "what the proc root shows is still read")
+	assert.Equal(t, "containerd", got.Runtime)
+
 	_, err = NewResolver(filepath.Join(root, "missing")).Lookup(1001)
-	require.ErrorIs(t, err, ErrProcessGone)
+	require.ErrorIs(t, err, ErrProcessHidden, "no proc root at all")
+	require.NotErrorIs(t, err, ErrProcessGone)
 }
 
 func TestResolverConcurrent(t *testing.T) {

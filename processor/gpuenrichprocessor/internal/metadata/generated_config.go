@@ -453,6 +453,26 @@ func (ms *NvidiaGpuPodUtilizationMetricConfig) Unmarshal(parser *confmap.Conf) e
 	return nil
 }
 
+// NvidiaGpuProcessesExitedMetricConfig provides config for the nvidia.gpu.processes.exited metric.
+type NvidiaGpuProcessesExitedMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+}
+
+func (ms *NvidiaGpuProcessesExitedMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
 // NvidiaGpuProcessesFoldedMetricConfig provides config for the nvidia.gpu.processes.folded metric.
 type NvidiaGpuProcessesFoldedMetricConfig struct {
 	Enabled          bool `mapstructure:"enabled"`
@@ -513,6 +533,7 @@ type MetricsConfig struct {
 	NvidiaGpuPodMemoryLeakSuspected     NvidiaGpuPodMemoryLeakSuspectedMetricConfig     `mapstructure:"nvidia.gpu.pod.memory.leak_suspected"`
 	NvidiaGpuPodMemoryUsage             NvidiaGpuPodMemoryUsageMetricConfig             `mapstructure:"nvidia.gpu.pod.memory.usage"`
 	NvidiaGpuPodUtilization             NvidiaGpuPodUtilizationMetricConfig             `mapstructure:"nvidia.gpu.pod.utilization"`
+	NvidiaGpuProcessesExited            NvidiaGpuProcessesExitedMetricConfig            `mapstructure:"nvidia.gpu.processes.exited"`
 	NvidiaGpuProcessesFolded            NvidiaGpuProcessesFoldedMetricConfig            `mapstructure:"nvidia.gpu.processes.folded"`
 	NvidiaGpuThrottled                  NvidiaGpuThrottledMetricConfig                  `mapstructure:"nvidia.gpu.throttled"`
 }
@@ -577,6 +598,9 @@ func DefaultMetricsConfig() MetricsConfig {
 			Enabled: true,
 		},
 		NvidiaGpuPodUtilization: NvidiaGpuPodUtilizationMetricConfig{
+			Enabled: true,
+		},
+		NvidiaGpuProcessesExited: NvidiaGpuProcessesExitedMetricConfig{
 			Enabled: true,
 		},
 		NvidiaGpuProcessesFolded: NvidiaGpuProcessesFoldedMetricConfig{

@@ -86,6 +86,9 @@ func TestMetricsBuilderConfig(t *testing.T) {
 					NvidiaGpuPodUtilization: NvidiaGpuPodUtilizationMetricConfig{
 						Enabled: true,
 					},
+					NvidiaGpuProcessesExited: NvidiaGpuProcessesExitedMetricConfig{
+						Enabled: true,
+					},
 					NvidiaGpuProcessesFolded: NvidiaGpuProcessesFoldedMetricConfig{
 						Enabled: true,
 					},
@@ -171,6 +174,9 @@ func TestMetricsBuilderConfig(t *testing.T) {
 					NvidiaGpuPodUtilization: NvidiaGpuPodUtilizationMetricConfig{
 						Enabled: false,
 					},
+					NvidiaGpuProcessesExited: NvidiaGpuProcessesExitedMetricConfig{
+						Enabled: false,
+					},
 					NvidiaGpuProcessesFolded: NvidiaGpuProcessesFoldedMetricConfig{
 						Enabled: false,
 					},
@@ -196,7 +202,7 @@ func TestMetricsBuilderConfig(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := loadMetricsBuilderConfig(t, tt.name)
-			diff := cmp.Diff(tt.want, cfg, cmpopts.IgnoreUnexported(HwGpuMemoryUtilizationMetricConfig{}, NvidiaGpuAttributionAgeMetricConfig{}, NvidiaGpuAttributionErrorsMetricConfig{}, NvidiaGpuAttributionUnmappedDevicesMetricConfig{}, NvidiaGpuBottleneckMetricConfig{}, NvidiaGpuDevicesAllocatableMetricConfig{}, NvidiaGpuDevicesAllocatedMetricConfig{}, NvidiaGpuIdleWhileAllocatedMetricConfig{}, NvidiaGpuJobEnergyMetricConfig{}, NvidiaGpuJobMemoryUsageMetricConfig{}, NvidiaGpuJobUtilizationMetricConfig{}, NvidiaGpuMemoryGrowthRateMetricConfig{}, NvidiaGpuMemoryLeakSuspectedMetricConfig{}, NvidiaGpuPodEnergyMetricConfig{}, NvidiaGpuPodMemoryGrowthRateMetricConfig{}, NvidiaGpuPodMemoryLeakSuspectedMetricConfig{}, NvidiaGpuPodMemoryUsageMetricConfig{}, NvidiaGpuPodUtilizationMetricConfig{}, NvidiaGpuProcessesFoldedMetricConfig{}, NvidiaGpuThrottledMetricConfig{}, ResourceAttributeConfig{}))
+			diff := cmp.Diff(tt.want, cfg, cmpopts.IgnoreUnexported(HwGpuMemoryUtilizationMetricConfig{}, NvidiaGpuAttributionAgeMetricConfig{}, NvidiaGpuAttributionErrorsMetricConfig{}, NvidiaGpuAttributionUnmappedDevicesMetricConfig{}, NvidiaGpuBottleneckMetricConfig{}, NvidiaGpuDevicesAllocatableMetricConfig{}, NvidiaGpuDevicesAllocatedMetricConfig{}, NvidiaGpuIdleWhileAllocatedMetricConfig{}, NvidiaGpuJobEnergyMetricConfig{}, NvidiaGpuJobMemoryUsageMetricConfig{}, NvidiaGpuJobUtilizationMetricConfig{}, NvidiaGpuMemoryGrowthRateMetricConfig{}, NvidiaGpuMemoryLeakSuspectedMetricConfig{}, NvidiaGpuPodEnergyMetricConfig{}, NvidiaGpuPodMemoryGrowthRateMetricConfig{}, NvidiaGpuPodMemoryLeakSuspectedMetricConfig{}, NvidiaGpuPodMemoryUsageMetricConfig{}, NvidiaGpuPodUtilizationMetricConfig{}, NvidiaGpuProcessesExitedMetricConfig{}, NvidiaGpuProcessesFoldedMetricConfig{}, NvidiaGpuThrottledMetricConfig{}, ResourceAttributeConfig{}))
 			require.Emptyf(t, diff, "Config mismatch (-expected +actual):\n%s", diff)
 		})
 	}

@@ -142,6 +142,9 @@ var MetricsInfo = metricsInfo{
 	NvidiaGpuPodUtilization: metricInfo{
 		Name: "nvidia.gpu.pod.utilization",
 	},
+	NvidiaGpuProcessesExited: metricInfo{
+		Name: "nvidia.gpu.processes.exited",
+	},
 	NvidiaGpuProcessesFolded: metricInfo{
 		Name: "nvidia.gpu.processes.folded",
 	},
@@ -170,6 +173,7 @@ type metricsInfo struct {
 	NvidiaGpuPodMemoryLeakSuspected     metricInfo
 	NvidiaGpuPodMemoryUsage             metricInfo
 	NvidiaGpuPodUtilization             metricInfo
+	NvidiaGpuProcessesExited            metricInfo
 	NvidiaGpuProcessesFolded            metricInfo
 	NvidiaGpuThrottled                  metricInfo
 }
@@ -1220,6 +1224,58 @@ func newMetricNvidiaGpuPodUtilization(cfg NvidiaGpuPodUtilizationMetricConfig) m
 	return m
 }
 
+type metricNvidiaGpuProcessesExited struct {
+	data     pmetric.Metric                       // data buffer for generated metric.
+	config   NvidiaGpuProcessesExitedMetricConfig // metric config provided by user.
+	capacity int                                  // max observed number of data points added to the metric.
+}
+
+// init fills nvidia.gpu.processes.exited metric with initial data.
+func (m *metricNvidiaGpuProcessesExited) init() {
+	m.data.SetName("nvidia.gpu.processes.exited")
+	m.data.SetDescription("GPU processes that NVML listed but that had exited when their cgroup was read (their /proc entry gone), since the processor started. They are left out of that collection: no series of their own, and counted for no pod, never given to the pod that holds the GPU. A few are normal (a process ends between NVML's listing and the read); a count growing by every GPU process each collection means processes.proc_root is not the host's /proc.")
+	m.data.SetUnit("{process}")
+	m.data.SetEmptySum()
+	m.data.Sum().SetIsMonotonic(true)
+	m.data.Sum().SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+}
+
+func (m *metricNvidiaGpuProcessesExited) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val int64) {
+	if !m.config.Enabled {
+		return
+	}
+	dp := m.data.Sum().DataPoints().AppendEmpty()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	dp.SetIntValue(val)
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricNvidiaGpuProcessesExited) updateCapacity() {
+	if m.data.Sum().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Sum().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricNvidiaGpuProcessesExited) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Sum().DataPoints().Len() > 0 {
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricNvidiaGpuProcessesExited(cfg NvidiaGpuProcessesExitedMetricConfig) metricNvidiaGpuProcessesExited {
+	m := metricNvidiaGpuProcessesExited{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
 type metricNvidiaGpuProcessesFolded struct {
 	data     pmetric.Metric                       // data buffer for generated metric.
 	config   NvidiaGpuProcessesFoldedMetricConfig // metric config provided by user.
@@ -1354,6 +1410,7 @@ type MetricsBuilder struct {
 	metricNvidiaGpuPodMemoryLeakSuspected     metricNvidiaGpuPodMemoryLeakSuspected
 	metricNvidiaGpuPodMemoryUsage             metricNvidiaGpuPodMemoryUsage
 	metricNvidiaGpuPodUtilization             metricNvidiaGpuPodUtilization
+	metricNvidiaGpuProcessesExited            metricNvidiaGpuProcessesExited
 	metricNvidiaGpuProcessesFolded            metricNvidiaGpuProcessesFolded
 	metricNvidiaGpuThrottled                  metricNvidiaGpuThrottled
 }
@@ -1399,6 +1456,7 @@ func NewMetricsBuilder(mbc MetricsBuilderConfig, settings processor.Settings, op
 		metricNvidiaGpuPodMemoryLeakSuspected:     newMetricNvidiaGpuPodMemoryLeakSuspected(mbc.Metrics.NvidiaGpuPodMemoryLeakSuspected),
 		metricNvidiaGpuPodMemoryUsage:             newMetricNvidiaGpuPodMemoryUsage(mbc.Metrics.NvidiaGpuPodMemoryUsage),
 		metricNvidiaGpuPodUtilization:             newMetricNvidiaGpuPodUtilization(mbc.Metrics.NvidiaGpuPodUtilization),
+		metricNvidiaGpuProcessesExited:            newMetricNvidiaGpuProcessesExited(mbc.Metrics.NvidiaGpuProcessesExited),
 		metricNvidiaGpuProcessesFolded:            newMetricNvidiaGpuProcessesFolded(mbc.Metrics.NvidiaGpuProcessesFolded),
 		metricNvidiaGpuThrottled:                  newMetricNvidiaGpuThrottled(mbc.Metrics.NvidiaGpuThrottled),
 		resourceAttributeIncludeFilter:            make(map[string]filter.Filter),
@@ -1551,6 +1609,7 @@ func (mb *MetricsBuilder) EmitForResource(options ...ResourceMetricsOption) {
 	mb.metricNvidiaGpuPodMemoryLeakSuspected.emit(ils.Metrics())
 	mb.metricNvidiaGpuPodMemoryUsage.emit(ils.Metrics())
 	mb.metricNvidiaGpuPodUtilization.emit(ils.Metrics())
+	mb.metricNvidiaGpuProcessesExited.emit(ils.Metrics())
 	mb.metricNvidiaGpuProcessesFolded.emit(ils.Metrics())
 	mb.metricNvidiaGpuThrottled.emit(ils.Metrics())
 
@@ -1672,6 +1731,11 @@ func (mb *MetricsBuilder) RecordNvidiaGpuPodMemoryUsageDataPoint(ts pcommon.Time
 // RecordNvidiaGpuPodUtilizationDataPoint adds a data point to nvidia.gpu.pod.utilization metric.
 func (mb *MetricsBuilder) RecordNvidiaGpuPodUtilizationDataPoint(ts pcommon.Timestamp, val float64) {
 	mb.metricNvidiaGpuPodUtilization.recordDataPoint(mb.startTime, ts, val)
+}
+
+// RecordNvidiaGpuProcessesExitedDataPoint adds a data point to nvidia.gpu.processes.exited metric.
+func (mb *MetricsBuilder) RecordNvidiaGpuProcessesExitedDataPoint(ts pcommon.Timestamp, val int64) {
+	mb.metricNvidiaGpuProcessesExited.recordDataPoint(mb.startTime, ts, val)
 }
 
 // RecordNvidiaGpuProcessesFoldedDataPoint adds a data point to nvidia.gpu.processes.folded metric.

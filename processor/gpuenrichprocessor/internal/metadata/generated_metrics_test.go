@@ -143,6 +143,9 @@ func TestMetricsBuilder(t *testing.T) {
 			mb.RecordNvidiaGpuPodUtilizationDataPoint(ts, 1)
 			defaultMetricsCount++
 			allMetricsCount++
+			mb.RecordNvidiaGpuProcessesExitedDataPoint(ts, 1)
+			defaultMetricsCount++
+			allMetricsCount++
 			mb.RecordNvidiaGpuProcessesFoldedDataPoint(ts, 1)
 			defaultMetricsCount++
 			allMetricsCount++
@@ -521,6 +524,20 @@ func TestMetricsBuilder(t *testing.T) {
 					assert.Equal(t, ts, dp.Timestamp())
 					assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
 					assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
+				case "nvidia.gpu.processes.exited":
+					assert.False(t, validatedMetrics["nvidia.gpu.processes.exited"], "Found a duplicate in the metrics slice: nvidia.gpu.processes.exited")
+					validatedMetrics["nvidia.gpu.processes.exited"] = true
+					assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
+					assert.Equal(t, 1, mi.Sum().DataPoints().Len())
+					assert.Equal(t, "GPU processes that NVML listed but that had exited when their cgroup was read (their /proc entry gone), since the processor started. They are left out of that collection: no series of their own, and counted for no pod, never given to the pod that holds the GPU. A few are normal (a process ends between NVML's listing and the read); a count growing by every GPU process each collection means processes.proc_root is not the host's /proc.", mi.Description())
+					assert.Equal(t, "{process}", mi.Unit())
+					assert.True(t, mi.Sum().IsMonotonic())
+					assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
+					dp := mi.Sum().DataPoints().At(0)
+					assert.Equal(t, start, dp.StartTimestamp())
+					assert.Equal(t, ts, dp.Timestamp())
+					assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
+					assert.Equal(t, int64(1), dp.IntValue())
 				case "nvidia.gpu.processes.folded":
 					assert.False(t, validatedMetrics["nvidia.gpu.processes.folded"], "Found a duplicate in the metrics slice: nvidia.gpu.processes.folded")
 					validatedMetrics["nvidia.gpu.processes.folded"] = true
