@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,6 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/processor/processortest"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/otelcol-gpu/otelcol-gpu/internal/pdatawalk"
 	"github.com/otelcol-gpu/otelcol-gpu/processor/gpuenrichprocessor/internal/cgroup"
@@ -353,4 +356,53 @@ func TestAProcessThatExitedIsNotGivenToTheHolder(t *testing.T) {
 	assert.Equal(t, methodInferred, attrOf(hidden, "nvidia.gpu.attribution.method"))
 	host = resources(md, map[string]string{"!hw.id": "", "host.name": "*"})[0]
 	assert.Zero(t, point(t, host, "nvidia.gpu.processes.exited"))
+}
+
+// hostPoint is a metric's value on the host resource, for one resource name when given.
+func hostPoint(t *testing.T, md pmetric.Metrics, name string, attrs ...string) float64 {
+	t.Helper()
+	host := resources(md, map[string]string{"!hw.id": "", "host.name": "*"})
+	require.Len(t, host, 1)
+	return point(t, host[0], name, attrs...)
+}
+
+// Device IDs as the field hands them to the kubelet: a GPU UUID in upper case maps to the
+// GPU NVML reports in lower case; an empty device ID is no allocated device; a renamed
+// resource outside kubelet.resource_names is counted as unmapped and named in one log
+// line, not every collection.
+func TestDeviceIDsSeenInTheField(t *testing.T) {
+	core, logs := observer.New(zap.WarnLevel)
+	h := newHarness(t, "dgxh100", "steady-training", testConfig(), func(uuids []string, clock *fakeClock) sources {
+		upper := "GPU-" + strings.ToUpper(uuids[0][len("GPU-"):])
+		snap := &podresources.Snapshot{Taken: clock.Now(), Pods: []podresources.Pod{
+			{Namespace: "ml", Name: "upper", Containers: []podresources.Container{
+				{Name: "c", Devices: []podresources.Device{{ResourceName: "nvidia.com/gpu", ID: upper}}},
+			}},
+			{Namespace: "ml", Name: "empty", Containers: []podresources.Container{
+				{Name: "c", Devices: []podresources.Device{{ResourceName: "nvidia.com/gpu", ID: ""}}},
+			}},
+			{Namespace: "ml", Name: "renamed", Containers: []podresources.Container{
+				{Name: "c", Unlisted: []podresources.Device{{ResourceName: "nvidia.com/a100-80gb", ID: uuids[1]}}},
+			}},
+		}}
+		return sources{pods: &fakePods{snap: snap}}
+	})
+	h.proc.logger = zap.New(core)
+	var md pmetric.Metrics
+	for range 4 {
+		md = h.step(10 * time.Second)
+	}
+	assert.Equal(t, "upper", attrOf(gpuResource(t, md, "0"), "k8s.pod.name"), "an upper-case UUID is the GPU's")
+	assert.Empty(t, attrOf(gpuResource(t, md, "1"), "k8s.pod.name"), "not attributed until its resource is listed")
+
+	assert.Equal(t, 1.0, hostPoint(t, md, "nvidia.gpu.devices.allocated", "nvidia.gpu.resource_name", "nvidia.com/gpu"), "the empty ID is no device")
+	assert.Equal(t, 1.0, hostPoint(t, md, "nvidia.gpu.attribution.unmapped_devices", "nvidia.gpu.resource_name", "nvidia.com/gpu"))
+	assert.Equal(t, 1.0, hostPoint(t, md, "nvidia.gpu.attribution.unmapped_devices", "nvidia.gpu.resource_name", "nvidia.com/a100-80gb"))
+
+	renamed := logs.FilterField(zap.String("resource_name", "nvidia.com/a100-80gb")).All()
+	require.Len(t, renamed, 1, "logged once, not every collection: %v", logs.All())
+	assert.Contains(t, renamed[0].Message, "kubelet.resource_names")
+	empty := logs.FilterMessageSnippet("map to no GPU").All()
+	require.Len(t, empty, 1, "logged once: %v", logs.All())
+	assert.Contains(t, empty[0].ContextMap()["example"], "empty device ID")
 }

@@ -2,6 +2,8 @@ package gpuenrichprocessor // import "github.com/otelcol-gpu/otelcol-gpu/process
 
 import (
 	"errors"
+	"maps"
+	"slices"
 	"sort"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -71,6 +73,14 @@ func (p *gpuEnrichProcessor) resolveAllocation(snap *podresources.Snapshot, b *b
 			zap.Any("per_resource", a.Unmapped), zap.String("example", a.Example))
 	}
 	p.unmappedExample = a.Example
+	for _, res := range slices.Sorted(maps.Keys(a.Unlisted)) {
+		if p.unlistedLogged[res] {
+			continue
+		}
+		p.unlistedLogged[res] = true
+		p.logger.Warn("kubelet allocated GPUs under a resource name that is not in kubelet.resource_names; their pods are not attributed (counted in nvidia.gpu.attribution.unmapped_devices): add it to kubelet.resource_names",
+			zap.String("resource_name", res), zap.String("device_id", a.Unlisted[res]))
+	}
 	return a
 }
 

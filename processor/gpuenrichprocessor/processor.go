@@ -41,6 +41,9 @@ type gpuEnrichProcessor struct {
 	userResource pcommon.Resource
 	// unmappedExample is the last unmapped device logged, so it is logged once.
 	unmappedExample string
+	// unlistedLogged are the resource names outside kubelet.resource_names whose GPUs were
+	// logged: once per name, not every refresh.
+	unlistedLogged map[string]bool
 	// folded counts the processes summed into "(other)" series since start.
 	folded int64
 	// exited counts the processes dropped since start because they had exited before
@@ -61,7 +64,8 @@ func newProcessor(cfg *Config, set processor.Settings, now func() time.Time, src
 		stale:     staleness.New(steadySeries(cfg), gpuschema.SteadyResendMax),
 		steady:    newSteadyOutputs(cfg),
 
-		userResource: pcommon.NewResource(),
+		userResource:   pcommon.NewResource(),
+		unlistedLogged: map[string]bool{},
 	}
 }
 

@@ -68,9 +68,14 @@ type Allocation struct {
 	// a name is absent when unknown.
 	Allocatable map[string]int
 	// Unmapped counts allocated devices that map to no GPU or MIG instance of this node,
-	// per resource or driver name; Example is one of them, for the log.
+	// per resource or driver name — an empty device ID among them, and the devices of
+	// Unlisted — ; Example is one of them (not of Unlisted), for the log.
 	Unmapped map[string]int
 	Example  string
+	// Unlisted names, per resource name the configuration does not list, a device ID of
+	// it that is one of this node's GPUs or MIG instances: the resource carries GPUs and
+	// wants adding to kubelet.resource_names. Counted as allocated and unmapped.
+	Unlisted map[string]string
 }
 
 // Finished tells a pod that has finished (Succeeded or Failed): older kubelets still list
@@ -80,7 +85,7 @@ type Finished func(namespace, name string) bool
 // Resolve maps snap onto inv. dra may be nil (no DRA, or no API access): DRA devices
 // named "gpu-<minor>" are then mapped by minor number.
 func Resolve(snap *podresources.Snapshot, inv Inventory, dra Slices, finished Finished) Allocation {
-	a := Allocation{ByUUID: map[string][]Holder{}, Allocated: map[string]int{}, Allocatable: map[string]int{}, Unmapped: map[string]int{}}
+	a := Allocation{ByUUID: map[string][]Holder{}, Allocated: map[string]int{}, Allocatable: map[string]int{}, Unmapped: map[string]int{}, Unlisted: map[string]string{}}
 	if snap == nil {
 		return a
 	}
@@ -100,6 +105,13 @@ func Resolve(snap *podresources.Snapshot, inv Inventory, dra Slices, finished Fi
 		}
 		for _, ctr := range pod.Containers {
 			for _, d := range ctr.Devices {
+				if d.ID == "" {
+					// No device at all (a plugin's or the kubelet's bug): nothing allocated,
+					// and nothing to attribute; counted so that it is seen.
+					note(unmapped, d.ResourceName, d.ID)
+					a.Example = cmp.Or(a.Example, d.ResourceName+" (an empty device ID)")
+					continue
+				}
 				note(allocated, d.ResourceName, d.ID)
 				uuid, ok := idx.deviceID(d.ID)
 				if !ok {
@@ -109,11 +121,26 @@ func Resolve(snap *podresources.Snapshot, inv Inventory, dra Slices, finished Fi
 				}
 				addHolder(held, uuid, Holder{Namespace: pod.Namespace, Pod: pod.Name, Container: ctr.Name, ResourceName: d.ResourceName})
 			}
+			for _, d := range ctr.Unlisted {
+				if _, ok := idx.deviceID(d.ID); !ok {
+					continue // not a GPU of this node: another vendor's, or nothing to report
+				}
+				note(allocated, d.ResourceName, d.ID)
+				note(unmapped, d.ResourceName, d.ID)
+				if _, ok := a.Unlisted[d.ResourceName]; !ok {
+					a.Unlisted[d.ResourceName] = d.ID
+				}
+			}
 			for _, c := range ctr.Claims {
 				if draVFIO.MatchString(c.Device) {
 					continue // passed through to a VM: not a GPU of this host's NVML
 				}
 				key := c.Pool + "/" + c.Device
+				if c.Device == "" {
+					note(unmapped, c.Driver, key)
+					a.Example = cmp.Or(a.Example, c.Driver+" (an empty device name)")
+					continue
+				}
 				note(allocated, c.Driver, key)
 				uuid, ok := idx.claimDevice(c, dra)
 				if !ok {
@@ -143,7 +170,9 @@ func Resolve(snap *podresources.Snapshot, inv Inventory, dra Slices, finished Fi
 		for res, ids := range snap.Allocatable {
 			distinct := map[string]bool{}
 			for _, id := range ids {
-				distinct[id] = true
+				if id != "" {
+					distinct[id] = true
+				}
 			}
 			a.Allocatable[res] = len(distinct)
 			// An explicit 0 tells "none handed out" from "unknown".
@@ -173,7 +202,7 @@ func compareHolders(a, b Holder) int {
 
 // index finds GPUs and MIG instances by the numbers device names use.
 type index struct {
-	uuids     map[string]bool
+	uuids     map[string]string // lower-cased UUID → the UUID as NVML reports it
 	byIndex   map[int]string
 	byMinor   map[int]string
 	migByIdx  map[[2]int]string // (GPU index, MIG index) → MIG UUID
@@ -182,11 +211,11 @@ type index struct {
 }
 
 func newIndex(inv Inventory) index {
-	x := index{uuids: map[string]bool{}, byIndex: map[int]string{}, byMinor: map[int]string{},
+	x := index{uuids: map[string]string{}, byIndex: map[int]string{}, byMinor: map[int]string{},
 		migByIdx: map[[2]int]string{}, migByGI: map[[2]int]string{}, migsByGPU: map[int][]MIG{}}
 	gpuByUUID := map[string]GPU{}
 	for _, g := range inv.GPUs {
-		x.uuids[g.UUID] = true
+		x.uuids[strings.ToLower(g.UUID)] = g.UUID
 		gpuByUUID[g.UUID] = g
 		if g.Index >= 0 {
 			x.byIndex[g.Index] = g.UUID
@@ -196,7 +225,7 @@ func newIndex(inv Inventory) index {
 		}
 	}
 	for _, m := range inv.MIGs {
-		x.uuids[m.UUID] = true
+		x.uuids[strings.ToLower(m.UUID)] = m.UUID
 		parent, ok := gpuByUUID[m.Parent]
 		if !ok {
 			continue
@@ -214,6 +243,13 @@ func newIndex(inv Inventory) index {
 	return x
 }
 
+// uuid is this node's GPU or MIG instance with that UUID, whatever the letter case it
+// is written in, as NVML reports it.
+func (x index) uuid(s string) (string, bool) {
+	uuid, ok := x.uuids[strings.ToLower(s)]
+	return uuid, ok
+}
+
 // deviceID maps a device-plugin ID, in any scheme, to a UUID of this node.
 func (x index) deviceID(raw string) (string, bool) {
 	id, err := podresources.ParseDeviceID(raw)
@@ -223,7 +259,7 @@ func (x index) deviceID(raw string) (string, bool) {
 	var uuid string
 	switch id.Scheme {
 	case podresources.SchemeUUID:
-		uuid = id.UUID
+		return x.uuid(id.UUID)
 	case podresources.SchemeIndex:
 		if id.Kind == podresources.KindMIG {
 			uuid = x.migByIdx[[2]int{id.GPU, id.MIG}]
@@ -237,7 +273,7 @@ func (x index) deviceID(raw string) (string, bool) {
 			uuid = x.byMinor[id.GPU]
 		}
 	}
-	return uuid, uuid != "" && x.uuids[uuid]
+	return uuid, uuid != ""
 }
 
 // NVIDIA's DRA driver (gpu.nvidia.com) names a whole GPU "gpu-<minor>" and a MIG device
@@ -260,8 +296,10 @@ func draProfile(nvml string) string {
 // driver published in the ResourceSlice, else by the driver's naming convention.
 func (x index) claimDevice(c podresources.ClaimDevice, s Slices) (string, bool) {
 	if s != nil {
-		if uuid, ok := s.UUID(c.Driver, c.Pool, c.Device); ok && x.uuids[uuid] {
-			return uuid, true
+		if uuid, ok := s.UUID(c.Driver, c.Pool, c.Device); ok {
+			if uuid, ok := x.uuid(uuid); ok {
+				return uuid, true
+			}
 		}
 	}
 	if m := draGPU.FindStringSubmatch(c.Device); m != nil {

@@ -1,6 +1,7 @@
 package allocation
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -130,3 +131,62 @@ func (f fakeSlices) UUID(_, _, device string) (string, bool) {
 	return u, ok
 }
 func (f fakeSlices) Devices() map[string]int { return map[string]int{"gpu.nvidia.com": len(f) + 2} }
+
+// NVML's UUIDs are "GPU-<lower-case hex>"; a device plugin or DRA driver that writes the
+// same UUID in upper case (prefix included) names the same GPU or MIG instance.
+func TestUUIDsMatchWhateverTheirCase(t *testing.T) {
+	lowerNode := Inventory{
+		GPUs: []GPU{{UUID: strings.ToLower(gpu0), Index: 0, Minor: 2}, {UUID: strings.ToLower(gpu1), Index: 1, Minor: 0}},
+		MIGs: []MIG{
+			{UUID: strings.ToLower(migA), Parent: strings.ToLower(gpu1), Index: 0, GPUInstanceID: 3, Profile: "1g.10gb"},
+			{UUID: strings.ToLower(migB), Parent: strings.ToLower(gpu1), Index: 1, GPUInstanceID: 5, Profile: "1g.10gb"}, // the DRA name cannot tell: the slice's uuid does
+		},
+	}
+	lower := func(s string) string { return "GPU-" + strings.ToLower(s[4:]) }
+	snap := &podresources.Snapshot{Pods: []podresources.Pod{
+		holding("ns", "upper", "c", "nvidia.com/gpu", strings.ToUpper(lower(gpu0))),
+		holding("ns", "replica", "c", "nvidia.com/gpu.shared", "gpu-"+strings.ToUpper(gpu1[4:])+"::1"),
+		holding("ns", "mig", "c", "nvidia.com/mig-1g.10gb", strings.ToUpper(migA)),
+		claiming("ns", "dra", "gpus", "gpu-0-mig-1g10gb-9-0"),
+	}}
+	a := Resolve(snap, lowerNode, fakeSlices{"gpu-0-mig-1g10gb-9-0": strings.ToUpper(migA)}, nil)
+	assert.Equal(t, []string{"ns/upper"}, pods(a, strings.ToLower(gpu0)), "keyed by NVML's UUID")
+	assert.Equal(t, []string{"ns/replica"}, pods(a, strings.ToLower(gpu1)))
+	assert.Equal(t, []string{"ns/dra", "ns/mig"}, pods(a, strings.ToLower(migA)))
+	assert.Empty(t, a.Unmapped)
+	assert.Len(t, a.ByUUID, 3)
+}
+
+// An empty device ID is no device: not allocated, not allocatable, counted as unmapped
+// (with an example for the log).
+func TestAnEmptyDeviceIDIsNotAnAllocatedDevice(t *testing.T) {
+	snap := &podresources.Snapshot{
+		Pods:        []podresources.Pod{holding("ns", "a", "c", "nvidia.com/gpu", "", gpu0)},
+		Allocatable: map[string][]string{"nvidia.com/gpu": {gpu0, gpu1, ""}},
+	}
+	a := Resolve(snap, node, nil, nil)
+	assert.Equal(t, 1, a.Allocated["nvidia.com/gpu"])
+	assert.Equal(t, 2, a.Allocatable["nvidia.com/gpu"])
+	assert.Equal(t, map[string]int{"nvidia.com/gpu": 1}, a.Unmapped)
+	assert.Contains(t, a.Example, "empty device ID")
+	assert.Equal(t, []string{"ns/a"}, pods(a, gpu0))
+}
+
+// A GPU of this node allocated under a resource name the configuration does not list (a
+// renamed nvidia.com/a100-80gb) is counted — allocated and unmapped — and named for the
+// log, instead of vanishing; another resource's device that is no GPU of the node is not.
+func TestAnUnlistedResourceOfThisNodesGPUsIsCounted(t *testing.T) {
+	c := podresources.Container{Name: "c", Unlisted: []podresources.Device{
+		{ResourceName: "nvidia.com/a100-80gb", ID: gpu0},
+		{ResourceName: "nvidia.com/a100-80gb", ID: gpu1 + "::0"},
+		{ResourceName: "nvidia.com/a100-80gb", ID: gpu1 + "::1"},
+		{ResourceName: "example.com/vgpu", ID: "GPU-99999999-0000-4000-8000-000000000000"},
+	}}
+	snap := &podresources.Snapshot{Pods: []podresources.Pod{{Namespace: "ns", Name: "a", Containers: []podresources.Container{c}}}}
+	a := Resolve(snap, node, nil, nil)
+	assert.Equal(t, map[string]int{"nvidia.com/a100-80gb": 3}, a.Unmapped)
+	assert.Equal(t, map[string]int{"nvidia.com/a100-80gb": 3}, a.Allocated)
+	assert.Equal(t, map[string]string{"nvidia.com/a100-80gb": gpu0}, a.Unlisted)
+	assert.Empty(t, a.Example, "reported by its own log line")
+	assert.Empty(t, a.ByUUID, "not attributed until it is listed")
+}

@@ -345,7 +345,7 @@ type metricNvidiaGpuAttributionUnmappedDevices struct {
 // init fills nvidia.gpu.attribution.unmapped_devices metric with initial data.
 func (m *metricNvidiaGpuAttributionUnmappedDevices) init() {
 	m.data.SetName("nvidia.gpu.attribution.unmapped_devices")
-	m.data.SetDescription("Devices the kubelet allocated (device-plugin IDs or DRA claim devices) that map to no GPU or MIG instance of this node: an ID scheme not recognised, or a GPU the receiver does not see. Their pods are not attributed; the log names an example once.")
+	m.data.SetDescription("Devices the kubelet allocated (device-plugin IDs or DRA claim devices) that map to no GPU or MIG instance of this node: an ID scheme not recognised, an empty ID (not counted as allocated), a GPU the receiver does not see, or one of this node's GPUs under a resource name that kubelet.resource_names does not list (a renamed resource: add it). Their pods are not attributed; the log names an example once, and each unlisted resource name once.")
 	m.data.SetUnit("{device}")
 	m.data.SetEmptyGauge()
 	m.data.Gauge().DataPoints().EnsureCapacity(m.capacity)

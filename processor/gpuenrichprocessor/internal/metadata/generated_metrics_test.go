@@ -239,7 +239,7 @@ func TestMetricsBuilder(t *testing.T) {
 						validatedMetrics["nvidia.gpu.attribution.unmapped_devices"] = true
 						assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
 						assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
-						assert.Equal(t, "Devices the kubelet allocated (device-plugin IDs or DRA claim devices) that map to no GPU or MIG instance of this node: an ID scheme not recognised, or a GPU the receiver does not see. Their pods are not attributed; the log names an example once.", mi.Description())
+						assert.Equal(t, "Devices the kubelet allocated (device-plugin IDs or DRA claim devices) that map to no GPU or MIG instance of this node: an ID scheme not recognised, an empty ID (not counted as allocated), a GPU the receiver does not see, or one of this node's GPUs under a resource name that kubelet.resource_names does not list (a renamed resource: add it). Their pods are not attributed; the log names an example once, and each unlisted resource name once.", mi.Description())
 						assert.Equal(t, "{device}", mi.Unit())
 						dp := mi.Gauge().DataPoints().At(0)
 						assert.Equal(t, start, dp.StartTimestamp())
@@ -254,7 +254,7 @@ func TestMetricsBuilder(t *testing.T) {
 						validatedMetrics["nvidia.gpu.attribution.unmapped_devices"] = true
 						assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
 						assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
-						assert.Equal(t, "Devices the kubelet allocated (device-plugin IDs or DRA claim devices) that map to no GPU or MIG instance of this node: an ID scheme not recognised, or a GPU the receiver does not see. Their pods are not attributed; the log names an example once.", mi.Description())
+						assert.Equal(t, "Devices the kubelet allocated (device-plugin IDs or DRA claim devices) that map to no GPU or MIG instance of this node: an ID scheme not recognised, an empty ID (not counted as allocated), a GPU the receiver does not see, or one of this node's GPUs under a resource name that kubelet.resource_names does not list (a renamed resource: add it). Their pods are not attributed; the log names an example once, and each unlisted resource name once.", mi.Description())
 						assert.Equal(t, "{device}", mi.Unit())
 						dp := mi.Gauge().DataPoints().At(0)
 						assert.Equal(t, start, dp.StartTimestamp())

@@ -48,6 +48,11 @@ type Container struct {
 	Name    string
 	Devices []Device      // device-plugin allocations
 	Claims  []ClaimDevice // DRA allocations
+	// Unlisted are devices under a resource name that ResourceNames does not match but
+	// whose IDs name NVIDIA GPUs (GPU and MIG UUIDs, GKE's "nvidia<minor>"): a renamed
+	// resource (nvidia.com/a100-80gb) the operator has not added. They are not attributed;
+	// the processor counts and reports them rather than let them vanish.
+	Unlisted []Device
 }
 
 // Device is one device ID a device plugin allocated, under its resource name.
@@ -242,11 +247,15 @@ func (c *Client) build(pods []*podresourcesv1.PodResources, allocatable []*podre
 		for _, ctr := range pod.GetContainers() {
 			out := Container{Name: ctr.GetName()}
 			for _, dev := range ctr.GetDevices() {
-				if !matchResource(c.cfg.ResourceNames, dev.GetResourceName()) {
-					continue
-				}
+				listed := matchResource(c.cfg.ResourceNames, dev.GetResourceName())
 				for _, id := range dev.GetDeviceIds() {
-					out.Devices = append(out.Devices, Device{ResourceName: dev.GetResourceName(), ID: id})
+					d := Device{ResourceName: dev.GetResourceName(), ID: id}
+					switch {
+					case listed:
+						out.Devices = append(out.Devices, d)
+					case namesGPU(id):
+						out.Unlisted = append(out.Unlisted, d)
+					}
 				}
 			}
 			for _, dr := range ctr.GetDynamicResources() {

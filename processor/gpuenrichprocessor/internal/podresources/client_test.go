@@ -184,6 +184,29 @@ func TestResourceNameFilter(t *testing.T) {
 	assert.Equal(t, map[string][]string{"nvidia.com/mig-1g.10gb": {migX, migY}, "example.com/fpga": {gpuD}}, snap.Allocatable)
 }
 
+// A resource outside ResourceNames whose IDs name GPUs (a renamed nvidia.com/a100-80gb)
+// is kept aside for the processor to report; another vendor's numbered devices are not.
+func TestUnlistedGPUResourceIsKeptAside(t *testing.T) {
+	path := socketPath(t)
+	startKubelet(t, path, []fakekubelet.Pod{
+		pod("ml", "renamed", ctr("c", devs("nvidia.com/a100-80gb", gpuA, strings.ToUpper(gpuB)+"::1"), devs("nvidia.com/gpu", gpuC))),
+		pod("ml", "gke", ctr("c", devs("cloud.example.com/accel", "nvidia3"))),
+		pod("hw", "fpga", ctr("c", devs("example.com/fpga", "0", "1"))),
+	}, nil)
+	c := startClient(t, fastConfig(path), nil)
+	snap, _ := waitFor(t, c, "first snapshot", hasSnapshot)
+	unlisted := map[string][]Device{}
+	for _, p := range snap.Pods {
+		unlisted[p.Name] = p.Containers[0].Unlisted
+	}
+	assert.Equal(t, map[string][]Device{
+		"renamed": {{ResourceName: "nvidia.com/a100-80gb", ID: gpuA}, {ResourceName: "nvidia.com/a100-80gb", ID: strings.ToUpper(gpuB) + "::1"}},
+		"gke":     {{ResourceName: "cloud.example.com/accel", ID: "nvidia3"}},
+		"fpga":    nil,
+	}, unlisted)
+	assert.Equal(t, map[string][]string{gpuC: {"ml/renamed/c"}}, holders(snap), "only listed resources are attributed")
+}
+
 func TestRefreshPicksUpChanges(t *testing.T) {
 	path := socketPath(t)
 	srv := startKubelet(t, path, []fakekubelet.Pod{pod("ml", "a", ctr("c", devs("nvidia.com/gpu", gpuA)))}, nil)

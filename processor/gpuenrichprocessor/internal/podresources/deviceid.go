@@ -41,7 +41,7 @@ const replicaSep = "::"
 type DeviceID struct {
 	Scheme Scheme
 	Kind   string // KindGPU or KindMIG
-	UUID   string // SchemeUUID: "GPU-…" or "MIG-…", exactly as NVML reports it
+	UUID   string // SchemeUUID: "GPU-…" or "MIG-…" as the kubelet gives it (NVML's, maybe in another case)
 	// GPU is the GPU's NVML index (SchemeIndex) or its minor number (SchemeGKE); -1 for
 	// SchemeUUID.
 	GPU int
@@ -67,9 +67,12 @@ func ParseDeviceID(s string) (DeviceID, error) {
 		base, replica = s[:i], n
 	}
 	id := DeviceID{Scheme: SchemeUUID, GPU: -1, MIG: -1, Replica: replica}
+	// NVML writes "GPU-<lower-case hex>"; some device plugins and DRA drivers write the
+	// same UUID in upper case, prefix included. The UUID is kept as written; matching it to
+	// NVML's ignores case.
 	switch {
-	case strings.HasPrefix(base, "MIG-GPU-"):
-		parts := strings.Split(strings.TrimPrefix(base, "MIG-GPU-"), "/")
+	case hasPrefixFold(base, "MIG-GPU-"):
+		parts := strings.Split(base[len("MIG-GPU-"):], "/")
 		if len(parts) != 3 || !validUUIDBody(parts[0]) {
 			return DeviceID{}, invalid(s, `legacy MIG id is not "MIG-GPU-<uuid>/<gi>/<ci>"`)
 		}
@@ -80,13 +83,13 @@ func ParseDeviceID(s string) (DeviceID, error) {
 			return DeviceID{}, invalid(s, "legacy MIG compute instance is not a number")
 		}
 		id.Kind, id.UUID = KindMIG, base
-	case strings.HasPrefix(base, "MIG-"):
-		if !validUUIDBody(strings.TrimPrefix(base, "MIG-")) {
+	case hasPrefixFold(base, "MIG-"):
+		if !validUUIDBody(base[len("MIG-"):]) {
 			return DeviceID{}, invalid(s, "bad MIG uuid")
 		}
 		id.Kind, id.UUID = KindMIG, base
-	case strings.HasPrefix(base, "GPU-"):
-		if !validUUIDBody(strings.TrimPrefix(base, "GPU-")) {
+	case hasPrefixFold(base, "GPU-"):
+		if !validUUIDBody(base[len("GPU-"):]) {
 			return DeviceID{}, invalid(s, "bad GPU uuid")
 		}
 		id.Kind, id.UUID = KindGPU, base
@@ -139,6 +142,19 @@ func parseGKE(s, rest string) (DeviceID, error) {
 		}
 	}
 	return id, nil
+}
+
+// namesGPU reports whether a device ID names an NVIDIA GPU or MIG device by itself: a
+// UUID, or GKE's "nvidia<minor>" names. Bare indexes ("0") are left out: other device
+// plugins number their devices too.
+func namesGPU(s string) bool {
+	id, err := ParseDeviceID(s)
+	return err == nil && (id.Scheme == SchemeUUID || id.Scheme == SchemeGKE)
+}
+
+// hasPrefixFold is strings.HasPrefix ignoring ASCII case.
+func hasPrefixFold(s, prefix string) bool {
+	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
 }
 
 func invalid(s, why string) error {

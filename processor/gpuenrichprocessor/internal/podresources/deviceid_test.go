@@ -1,6 +1,7 @@
 package podresources
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -23,6 +24,11 @@ func TestParseDeviceID(t *testing.T) {
 		{in: "MIG-" + gpu + "/1/0", want: DeviceID{Kind: KindMIG, UUID: "MIG-" + gpu + "/1/0", GPU: -1, MIG: -1, Replica: -1}},
 		{in: "MIG-" + gpu + "/13/2::3", want: DeviceID{Kind: KindMIG, UUID: "MIG-" + gpu + "/13/2", GPU: -1, MIG: -1, Replica: 3}},
 		{in: "", wantErr: true},
+		// Upper case (some device plugins and DRA drivers), prefix included: kept as written.
+		{in: strings.ToUpper(gpu), want: DeviceID{Kind: KindGPU, UUID: strings.ToUpper(gpu), GPU: -1, MIG: -1, Replica: -1}},
+		{in: "gpu-" + gpu[4:] + "::2", want: DeviceID{Kind: KindGPU, UUID: "gpu-" + gpu[4:], GPU: -1, MIG: -1, Replica: 2}},
+		{in: strings.ToUpper(mig), want: DeviceID{Kind: KindMIG, UUID: strings.ToUpper(mig), GPU: -1, MIG: -1, Replica: -1}},
+		{in: "mig-gpu-" + gpu[4:] + "/1/0", want: DeviceID{Kind: KindMIG, UUID: "mig-gpu-" + gpu[4:] + "/1/0", GPU: -1, MIG: -1, Replica: -1}},
 		// NVIDIA's device plugin with deviceIDStrategy=index
 		{in: "0", want: DeviceID{Scheme: SchemeIndex, Kind: KindGPU, GPU: 0, MIG: -1, Replica: -1}},
 		{in: "7::3", want: DeviceID{Scheme: SchemeIndex, Kind: KindGPU, GPU: 7, MIG: -1, Replica: 3}},
@@ -52,7 +58,6 @@ func TestParseDeviceID(t *testing.T) {
 		{in: gpu + "::1::2", wantErr: true},
 		{in: gpu + "::99999999999999999999", wantErr: true},
 		{in: "GPU-abc def", wantErr: true},
-		{in: "gpu-" + gpu[4:], wantErr: true},
 		{in: "MIG-" + gpu + "/1", wantErr: true},
 		{in: "MIG-" + gpu + "/a/0", wantErr: true},
 		{in: "MIG-" + gpu + "/1/0/2", wantErr: true},
