@@ -406,3 +406,60 @@ func TestDeviceIDsSeenInTheField(t *testing.T) {
 	require.Len(t, empty, 1, "logged once: %v", logs.All())
 	assert.Contains(t, empty[0].ContextMap()["example"], "empty device ID")
 }
+
+// Without kube_api or pod_logs_dir nothing links the kubelet's holder (a name) to the pod a
+// process's cgroup names (a UID): one pod's GPU is still one per-pod series — the observed
+// one, by UID, with its process's values — the same in every collection, not a second one
+// under the holder's name saying 0.
+func TestOnePodsGPUIsOneSeriesWithoutPodNames(t *testing.T) {
+	h := newHarness(t, "dgxh100", "shared-gpu", testConfig(), func(uuids []string, clock *fakeClock) sources {
+		s := exclusiveWithHostProcess(uuids, clock)
+		s.names = nil
+		return s
+	})
+	var identity map[string]any
+	for i := range 5 {
+		md := h.step(10 * time.Second)
+		var live []pmetric.ResourceMetrics
+		for _, rm := range resources(md, map[string]string{"nvidia.gpu.index": "0", "!process.pid": ""}) {
+			if !hasScopeMetric(rm, "nvidia.gpu.pod.memory.usage") {
+				continue
+			}
+			require.False(t, onlyEndMarkers(rm), "collection %d: no per-pod series ends: %v", i, rm.Resource().Attributes().AsRaw())
+			live = append(live, rm)
+		}
+		require.Len(t, live, 1, "collection %d: one per-pod series for the one pod", i)
+		pod := live[0]
+		assert.Equal(t, uidTrainer, attrOf(pod, "k8s.pod.uid"))
+		assert.Equal(t, methodCgroup, attrOf(pod, "nvidia.gpu.attribution.method"))
+		assert.Equal(t, point(t, procByPID(t, md, "41001"), "nvidia.gpu.process.memory.usage"), point(t, pod, "nvidia.gpu.pod.memory.usage"))
+		if identity == nil {
+			identity = pod.Resource().Attributes().AsRaw()
+		}
+		assert.Equal(t, identity, pod.Resource().Attributes().AsRaw(), "collection %d: the same series", i)
+	}
+}
+
+// A GPU whose only listed process exited still had a process: its holder is not given the
+// GPU's memory (which holds the exited process's), as it is when NVML lists none at all.
+func TestAnExitedOnlyProcessIsNotTheHoldersMemory(t *testing.T) {
+	root := t.TempDir()
+	writeProcEntry(t, root, 1, "0::/init.scope", 5) // the proc root shows processes; none of the GPUs'
+	h := newHarness(t, "dgxh100", "steady-training", testConfig(), func(uuids []string, clock *fakeClock) sources {
+		s := kubeletOnly(uuids, clock)
+		s.pids = cgroup.NewResolver(root)
+		return s
+	})
+	md := h.run(2, 10*time.Second)
+	assert.Empty(t, resources(md, map[string]string{"nvidia.gpu.index": "0", "process.pid": "*"}), "the exited process has no series")
+	assert.Positive(t, point(t, gpuResource(t, md, "0"), "hw.gpu.memory.usage"))
+	pods := resources(md, map[string]string{"nvidia.gpu.index": "0", "k8s.pod.name": "train-0", "!process.pid": ""})
+	var found bool
+	for _, rm := range pods {
+		if hasScopeMetric(rm, "nvidia.gpu.pod.memory.usage") {
+			found = true
+			assert.Zero(t, point(t, rm, "nvidia.gpu.pod.memory.usage"), "none of the GPU's memory is known to be the pod's")
+		}
+	}
+	assert.True(t, found, "the holder keeps its series")
+}

@@ -1,10 +1,14 @@
 package gpuenrichprocessor
 
 import (
+	"go/token"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
@@ -76,4 +80,30 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 			assert.Contains(t, err.Error(), field)
 		})
 	}
+}
+
+// The README's configuration example shows every value at its default: loaded over the
+// defaults it changes nothing (but the node name, which the example takes from the
+// environment).
+func TestREADMEExampleIsTheDefault(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	require.NoError(t, err)
+	_, rest, ok := strings.Cut(string(readme), "```yaml\nprocessors:\n")
+	require.True(t, ok, "the README has its configuration example")
+	example, _, ok := strings.Cut(rest, "```")
+	require.True(t, ok)
+	path := filepath.Join(t.TempDir(), "readme.yaml")
+	require.NoError(t, os.WriteFile(path, []byte("processors:\n"+example), 0o600))
+
+	cfg := createDefaultConfig().(*Config)
+	require.NoError(t, configtest.Load(t, path, "processors::gpu_enrich", cfg))
+	assert.Equal(t, "${env:K8S_NODE_NAME}", cfg.KubeAPI.NodeName)
+	cfg.KubeAPI.NodeName = ""
+	// Compared by exported fields: the example sets two metrics-builder entries, which
+	// only marks them as set by the user.
+	exported := cmp.FilterPath(func(p cmp.Path) bool {
+		f, ok := p.Last().(cmp.StructField)
+		return ok && !token.IsExported(f.Name())
+	}, cmp.Ignore())
+	assert.Empty(t, cmp.Diff(createDefaultConfig(), component.Config(cfg), exported))
 }

@@ -208,6 +208,15 @@ func (p *gpuEnrichProcessor) ownerAt(loc cgroup.Location, holders []podRef) owne
 				}
 			}
 		}
+		if pod.Name == "" {
+			// Not named by UID, but a holder of the GPU was given this UID by its name:
+			// the same pod, which must not become two.
+			for _, h := range holders {
+				if h.UID != "" && h.UID == pod.UID {
+					pod.Namespace, pod.Name = h.Namespace, h.Name
+				}
+			}
+		}
 		for _, h := range holders {
 			if h.Namespace == pod.Namespace && h.Name == pod.Name {
 				pod.Claim = h.Claim

@@ -60,12 +60,24 @@ func gpuUsers(g *gpuView) (users []*user, others *user) {
 		}
 		add(u, proc)
 	}
+	unnamed := false // a process runs in a pod known by its UID only
+	for _, u := range byKey {
+		unnamed = unnamed || (u.kind == tracking.Pod && u.owner.pod.Name == "")
+	}
 	for _, h := range g.holders {
 		key := tracking.UserKey(g.uuid, tracking.Pod, h.key())
 		if u := byKey[key]; u != nil {
 			if u.owner.pod.Claim == "" {
 				u.owner.pod.Claim = h.Claim
 			}
+			continue
+		}
+		if unnamed && h.UID == "" {
+			// The kubelet knows the holder by name, the cgroup a process's pod by UID, and
+			// no source here (kube_api, pod_logs_dir) links the two: the holder may be that
+			// very pod. A series of its own would show one pod's GPU twice — its processes'
+			// values under the UID, and 0 under the name — so the UID's series stands alone
+			// (k8s_attributes names it).
 			continue
 		}
 		byKey[key] = &user{kind: tracking.Pod, id: key.UserID, owner: owner{pod: h, method: methodAllocation}}
