@@ -197,6 +197,7 @@ const (
 	NvidiaGpuNvlinkErrorTypeCrc      = "crc"
 	NvidiaGpuNvlinkErrorTypeRecovery = "recovery"
 	NvidiaGpuNvlinkErrorTypeReplay   = "replay"
+	NvidiaGpuNvlinkErrorTypeSymbol   = "symbol"
 )
 
 // Values of nvidia.gpu.power.limit_type.

@@ -40,6 +40,27 @@ type Device struct {
 	// seconds [0, energySeconds).
 	energySeconds int64
 	energyMJ      float64
+	// pcie integrates the PCIe traffic each way (transmit, receive) the same way.
+	pcie [2]integral
+}
+
+// integral is a rate integrated second by second: sum holds the whole seconds
+// [0, seconds).
+type integral struct {
+	seconds int64
+	sum     float64
+}
+
+// at is the integral up to t of rate, which is constant within each whole second.
+func (in *integral) at(t float64, rate func(second float64) float64) float64 {
+	whole := int64(math.Floor(t))
+	if whole < in.seconds { // the clock went backwards: start over
+		in.seconds, in.sum = 0, 0
+	}
+	for ; in.seconds < whole; in.seconds++ {
+		in.sum += rate(float64(in.seconds))
+	}
+	return in.sum + (t-float64(whole))*rate(float64(whole))
 }
 
 var _ nvml.Device = (*Device)(nil)
@@ -53,7 +74,7 @@ func newDevice(s *Simulator, md *server.Device, index int, opts Options) *Device
 		busID:  fmt.Sprintf("00000000:%02X:00.0", s.machine.sys.busNumbers[index%8]),
 		name:   strings.TrimPrefix(md.Config.Name, "Mock "),
 		total:  md.Config.MemoryMB * mib,
-		links:  nvlinkLinks[s.system],
+		links:  s.machine.sys.nvlinks,
 	}
 	// Keep the mock server's own look-ups (by UUID, by bus id) consistent with ours.
 	md.UUID = d.uuid
@@ -183,6 +204,25 @@ func (d *Device) memory(r reading) (used, reserved, free uint64) {
 	return used, reserved, d.total - reserved - used
 }
 
+// migMemory is the whole GPU's framebuffer in MIG mode: the sum over its GPU instances.
+// nvml.h: "In MIG mode, if device handle is provided, the API returns aggregate
+// information, only if the caller has appropriate privileges."
+func (d *Device) migMemory() (used, reserved, free uint64, ret nvml.Return) {
+	if !d.sim.migMonitor {
+		return 0, 0, 0, nvml.ERROR_NO_PERMISSION
+	}
+	seen := map[*gpuInstance]bool{}
+	for _, m := range d.liveMIGs() {
+		if !seen[m.gi] {
+			seen[m.gi] = true
+			u, r, _ := m.gi.memory()
+			used, reserved = used+u, reserved+r
+		}
+	}
+	reserved += d.total / 234
+	return used, reserved, d.total - used - reserved, nvml.SUCCESS
+}
+
 // GetMemoryInfo returns framebuffer total/used/free in bytes; the v1 call counts the
 // driver's reservation as used.
 func (d *Device) GetMemoryInfo() (nvml.Memory, nvml.Return) {
@@ -191,6 +231,11 @@ func (d *Device) GetMemoryInfo() (nvml.Memory, nvml.Return) {
 		return nvml.Memory{}, ret
 	}
 	used, reserved, free := d.memory(r)
+	if d.migEnabled() {
+		if used, reserved, free, ret = d.migMemory(); ret != nvml.SUCCESS {
+			return nvml.Memory{}, ret
+		}
+	}
 	return nvml.Memory{Total: d.total, Used: used + reserved, Free: free}, nvml.SUCCESS
 }
 
@@ -201,6 +246,11 @@ func (d *Device) GetMemoryInfo_v2() (nvml.Memory_v2, nvml.Return) {
 		return nvml.Memory_v2{}, ret
 	}
 	used, reserved, free := d.memory(r)
+	if d.migEnabled() {
+		if used, reserved, free, ret = d.migMemory(); ret != nvml.SUCCESS {
+			return nvml.Memory_v2{}, ret
+		}
+	}
 	return nvml.Memory_v2{Version: nvml.STRUCT_VERSION(nvml.Memory_v2{}, 2), Total: d.total, Reserved: reserved, Used: used, Free: free}, nvml.SUCCESS
 }
 
@@ -217,12 +267,26 @@ func (d *Device) GetUtilizationRates() (nvml.Utilization, nvml.Return) {
 	return nvml.Utilization{Gpu: uint32(math.Round(r.utilization)), Memory: uint32(math.Round(r.memoryCopyUtil))}, nvml.SUCCESS
 }
 
-// GetEncoderUtilization: the DGX GPUs (A100, H100, H200, B200) have no NVENC.
+// GetEncoderUtilization returns encoder utilization (percent) and its sampling period (µs).
+// GPUs without NVENC (A100, H100, H200, B200) answer 0 %, as `nvidia-smi -q` shows them
+// ("Encoder : 0 %" outside MIG); in MIG mode the device-level value is not supported.
 func (d *Device) GetEncoderUtilization() (uint32, uint32, nvml.Return) {
-	if ret := d.ret("DeviceGetEncoderUtilization"); ret != nvml.SUCCESS {
+	_, r, ret := d.read("DeviceGetEncoderUtilization")
+	if ret != nvml.SUCCESS {
 		return 0, 0, ret
 	}
-	return 0, 0, nvml.ERROR_NOT_SUPPORTED
+	if d.migEnabled() {
+		return 0, 0, nvml.ERROR_NOT_SUPPORTED
+	}
+	return uint32(math.Round(d.encoderUtil(r))), 1_000_000, nvml.SUCCESS
+}
+
+// encoderUtil is 0 without NVENC; with it, the scenario's video work encodes too.
+func (d *Device) encoderUtil(r reading) float64 {
+	if d.sim.machine.sys.nvencs == 0 {
+		return 0
+	}
+	return 0.6 * r.decoderUtil
 }
 
 // GetDecoderUtilization returns decoder utilization (percent) and its sampling period (µs).
@@ -255,7 +319,9 @@ func (d *Device) GetSamples(kind nvml.SamplingType, lastSeen uint64) (nvml.Value
 		pick = func(r reading) float64 { return r.memoryCopyUtil }
 	case nvml.DEC_UTILIZATION_SAMPLES:
 		pick = func(r reading) float64 { return r.decoderUtil }
-	default: // ENC_UTILIZATION_SAMPLES too: no NVENC on these GPUs
+	case nvml.ENC_UTILIZATION_SAMPLES:
+		pick = d.encoderUtil
+	default:
 		return 0, nil, nvml.ERROR_NOT_SUPPORTED
 	}
 	startMicros := uint64(d.sim.start.UnixMicro())
@@ -275,7 +341,8 @@ func (d *Device) GetSamples(kind nvml.SamplingType, lastSeen uint64) (nvml.Value
 	return nvml.VALUE_TYPE_UNSIGNED_INT, samples, nvml.SUCCESS
 }
 
-// GetTemperature returns the GPU die temperature in °C.
+// GetTemperature returns the GPU die temperature in °C (deprecated from R570 on, still
+// answered).
 func (d *Device) GetTemperature(sensor nvml.TemperatureSensors) (uint32, nvml.Return) {
 	_, r, ret := d.read("DeviceGetTemperature")
 	if ret != nvml.SUCCESS {
@@ -284,7 +351,31 @@ func (d *Device) GetTemperature(sensor nvml.TemperatureSensors) (uint32, nvml.Re
 	if sensor != nvml.TEMPERATURE_GPU {
 		return 0, nvml.ERROR_INVALID_ARGUMENT
 	}
+	if d.sim.machine.sys.vgpuGuest {
+		return 0, nvml.ERROR_NOT_SUPPORTED
+	}
 	return uint32(math.Round(r.gpuTempC)), nvml.SUCCESS
+}
+
+// TemperatureV1 answers nvmlDeviceGetTemperatureV with a version 1 struct, which exists
+// from R570 on. go-nvml's GetTemperatureV returns a handler that calls the C library
+// itself, so the simulator offers the call under this name (nvmlclient uses it for
+// simulated devices); ERROR_FUNCTION_NOT_FOUND on older drivers.
+func (d *Device) TemperatureV1(sensor nvml.TemperatureSensors) (nvml.Temperature, nvml.Return) {
+	_, r, ret := d.read("DeviceGetTemperatureV")
+	if ret != nvml.SUCCESS {
+		return nvml.Temperature{}, ret
+	}
+	if !d.sim.driver.hasTemperatureV() {
+		return nvml.Temperature{}, nvml.ERROR_FUNCTION_NOT_FOUND
+	}
+	if sensor != nvml.TEMPERATURE_GPU {
+		return nvml.Temperature{}, nvml.ERROR_INVALID_ARGUMENT
+	}
+	if d.sim.machine.sys.vgpuGuest {
+		return nvml.Temperature{}, nvml.ERROR_NOT_SUPPORTED
+	}
+	return nvml.Temperature{Version: nvml.STRUCT_VERSION(nvml.Temperature{}, 1), SensorType: uint32(sensor), Temperature: int32(math.Round(r.gpuTempC))}, nvml.SUCCESS
 }
 
 // GetPowerUsage returns the board power draw in mW.
@@ -292,6 +383,9 @@ func (d *Device) GetPowerUsage() (uint32, nvml.Return) {
 	_, r, ret := d.read("DeviceGetPowerUsage")
 	if ret != nvml.SUCCESS {
 		return 0, ret
+	}
+	if d.sim.machine.sys.vgpuGuest {
+		return 0, nvml.ERROR_NOT_SUPPORTED
 	}
 	return uint32(math.Round(r.powerW * 1000)), nvml.SUCCESS
 }
@@ -324,6 +418,9 @@ func (d *Device) GetTotalEnergyConsumption() (uint64, nvml.Return) {
 	t, _, ret := d.read("DeviceGetTotalEnergyConsumption")
 	if ret != nvml.SUCCESS {
 		return 0, ret
+	}
+	if d.sim.machine.sys.vgpuGuest {
+		return 0, nvml.ERROR_NOT_SUPPORTED
 	}
 	return d.energyMillijoules(t), nvml.SUCCESS
 }
@@ -368,7 +465,31 @@ func (d *Device) GetPcieReplayCounter() (int, nvml.Return) {
 	if ret != nvml.SUCCESS {
 		return 0, ret
 	}
+	if d.sim.machine.sys.vgpuGuest {
+		return 0, nvml.ERROR_NOT_SUPPORTED
+	}
 	return int(d.pcieReplays(t)), nvml.SUCCESS
+}
+
+// GetPcieThroughput returns the PCIe throughput each way in KB/s, measured by the driver
+// over its last 20 ms (nvml.h); "not supported in virtual machines running virtual GPU".
+func (d *Device) GetPcieThroughput(counter nvml.PcieUtilCounter) (uint32, nvml.Return) {
+	t, _, ret := d.read("DeviceGetPcieThroughput")
+	if ret != nvml.SUCCESS {
+		return 0, ret
+	}
+	if d.sim.machine.sys.vgpuGuest {
+		return 0, nvml.ERROR_NOT_SUPPORTED
+	}
+	var transmit bool
+	switch counter {
+	case nvml.PCIE_UTIL_TX_BYTES:
+		transmit = true
+	case nvml.PCIE_UTIL_RX_BYTES:
+	default:
+		return 0, nvml.ERROR_INVALID_ARGUMENT
+	}
+	return uint32(d.pcieRate(transmit, t) / 1000), nvml.SUCCESS
 }
 
 // GetFieldValues answers the batched field reads the receiver uses; other fields come back

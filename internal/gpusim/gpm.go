@@ -11,17 +11,17 @@ import (
 // instance), and asks for metrics between two samples. A100s do not support it, as on
 // real hardware.
 
-// nvdecEngines is the number of NVDEC engines per GPU (the DGX GPUs have no NVENC).
-var nvdecEngines = map[string]int{"dgxa100": 5, "dgxh100": 7, "dgxh200": 7, "dgxb200": 7}
-
 // gpmSample is a simulated nvmlGpmSample: which GPU (or GPU instance) it was taken of,
 // and when.
 type gpmSample struct {
 	sim         *Simulator
 	dev         *Device
 	gpuInstance int // -1 for the whole GPU
-	t           float64
-	taken       bool
+	// computeInstance is the compute instance of a sample of one MIG device, -1 for a
+	// sample of a whole GPU instance (nvmlGpmMigSampleGet) or GPU.
+	computeInstance int
+	t               float64
+	taken           bool
 }
 
 var _ nvml.GpmSample = (*gpmSample)(nil)
@@ -33,13 +33,15 @@ func (g *gpmSample) Free() nvml.Return {
 	return nvml.SUCCESS
 }
 
-// Get takes a sample of a whole GPU.
+// Get takes a sample of a whole GPU, or of one MIG device.
 func (g *gpmSample) Get(dev nvml.Device) nvml.Return {
-	d, ok := dev.(*Device)
-	if !ok {
-		return nvml.ERROR_INVALID_ARGUMENT
+	switch d := dev.(type) {
+	case *Device:
+		return d.GpmSampleGet(g)
+	case *MigDevice:
+		return d.GpmSampleGet(g)
 	}
-	return d.GpmSampleGet(g)
+	return nvml.ERROR_INVALID_ARGUMENT
 }
 
 // MigGet takes a sample of one GPU instance of a MIG-enabled GPU.
@@ -51,7 +53,7 @@ func (g *gpmSample) MigGet(dev nvml.Device, gpuInstance int) nvml.Return {
 	return d.GpmMigSampleGet(gpuInstance, g)
 }
 
-func (d *Device) gpmSupported() bool { return d.sim.system != "dgxa100" }
+func (d *Device) gpmSupported() bool { return d.sim.machine.sys.gpm }
 
 // GpmQueryDeviceSupport reports GPM support: Hopper and newer.
 func (d *Device) GpmQueryDeviceSupport() (nvml.GpmSupport, nvml.Return) {
@@ -67,15 +69,15 @@ func (d *Device) GpmQueryDeviceSupport() (nvml.GpmSupport, nvml.Return) {
 
 // GpmSampleGet samples the whole GPU.
 func (d *Device) GpmSampleGet(sample nvml.GpmSample) nvml.Return {
-	return d.takeGpmSample("GpmSampleGet", sample, -1)
+	return d.takeGpmSample("GpmSampleGet", sample, -1, -1)
 }
 
 // GpmMigSampleGet samples one GPU instance; the id must be one of the GPU's.
 func (d *Device) GpmMigSampleGet(gpuInstance int, sample nvml.GpmSample) nvml.Return {
-	return d.takeGpmSample("GpmMigSampleGet", sample, gpuInstance)
+	return d.takeGpmSample("GpmMigSampleGet", sample, gpuInstance, -1)
 }
 
-func (d *Device) takeGpmSample(call string, sample nvml.GpmSample, gpuInstance int) nvml.Return {
+func (d *Device) takeGpmSample(call string, sample nvml.GpmSample, gpuInstance, computeInstance int) nvml.Return {
 	t, _, ret := d.read(call)
 	if ret != nvml.SUCCESS {
 		return ret
@@ -87,16 +89,21 @@ func (d *Device) takeGpmSample(call string, sample nvml.GpmSample, gpuInstance i
 	if !d.gpmSupported() {
 		return nvml.ERROR_NOT_SUPPORTED
 	}
+	if d.sim.machine.sys.vgpuGuest {
+		// GPM support is claimed, sampling fails (dcgm-exporter#701: DCGM's NO_DATA, which
+		// DCGM raises for NVML's NOT_FOUND).
+		return nvml.ERROR_NOT_FOUND
+	}
 	if gpuInstance >= 0 && d.migByGpuInstance(gpuInstance) == nil {
 		return nvml.ERROR_NOT_FOUND
 	}
-	g.dev, g.gpuInstance, g.t, g.taken = d, gpuInstance, t, true
+	g.dev, g.gpuInstance, g.computeInstance, g.t, g.taken = d, gpuInstance, computeInstance, t, true
 	return nvml.SUCCESS
 }
 
 func (d *Device) migByGpuInstance(id int) *MigDevice {
 	for _, m := range d.liveMIGs() {
-		if int(m.giID) == id {
+		if int(m.gi.id) == id {
 			return m
 		}
 	}
@@ -143,7 +150,7 @@ func (s *Simulator) GpmMetricsGet(req *nvml.GpmMetricsGetType) nvml.Return {
 	s.count("GpmMetricsGet")
 	a, okA := req.Sample1.(*gpmSample)
 	b, okB := req.Sample2.(*gpmSample)
-	if !okA || !okB || !a.taken || !b.taken || a.dev != b.dev || a.gpuInstance != b.gpuInstance || int(req.NumMetrics) > len(req.Metrics) {
+	if !okA || !okB || !a.taken || !b.taken || a.dev != b.dev || a.gpuInstance != b.gpuInstance || a.computeInstance != b.computeInstance || int(req.NumMetrics) > len(req.Metrics) {
 		return nvml.ERROR_INVALID_ARGUMENT
 	}
 	d := b.dev
@@ -154,13 +161,17 @@ func (s *Simulator) GpmMetricsGet(req *nvml.GpmMetricsGetType) nvml.Return {
 		return nvml.ERROR_GPU_IS_LOST
 	}
 	r := s.meanReading(d.index, a.t, b.t)
-	// Each MIG instance is busy in proportion to its slot, so instances differ.
+	// Each MIG instance is busy in proportion to its slot, and each compute instance of
+	// it differently again, so that instances differ.
 	scale := 1.0
 	if b.gpuInstance >= 0 {
 		scale = 0.5 + 0.1*float64(b.gpuInstance%5)
 	}
+	if b.computeInstance >= 0 {
+		scale *= 1 - 0.2*float64(b.computeInstance%3)
+	}
 	busy := r.utilization / 100
-	links := float64(nvlinkLinks[s.system])
+	links := float64(s.machine.sys.nvlinks)
 	for i := 0; i < int(req.NumMetrics); i++ {
 		m := &req.Metrics[i]
 		m.NvmlReturn, m.Value = uint32(nvml.SUCCESS), 0
@@ -168,12 +179,12 @@ func (s *Simulator) GpmMetricsGet(req *nvml.GpmMetricsGetType) nvml.Return {
 		switch {
 		case gpmActivityIndex(id) >= 0:
 			m.Value = r.gpm[gpmActivityIndex(id)] * scale * 100
-		case id >= nvml.GPM_METRIC_NVDEC_0_UTIL && id <= nvml.GPM_METRIC_NVDEC_7_UTIL && int(id-nvml.GPM_METRIC_NVDEC_0_UTIL) < nvdecEngines[s.system]:
+		case id >= nvml.GPM_METRIC_NVDEC_0_UTIL && id <= nvml.GPM_METRIC_NVDEC_7_UTIL && int(id-nvml.GPM_METRIC_NVDEC_0_UTIL) < s.machine.sys.nvdecs:
 			m.Value = r.decoderUtil * scale
 		case b.gpuInstance < 0 && id == nvml.GPM_METRIC_PCIE_TX_PER_SEC:
-			m.Value = (0.2 + busy*1.8) * 1e9 / mib
+			m.Value = (d.pcieBytesBetween(true, a.t, b.t)) / mib
 		case b.gpuInstance < 0 && id == nvml.GPM_METRIC_PCIE_RX_PER_SEC:
-			m.Value = (0.3 + busy*2.7) * 1e9 / mib
+			m.Value = (d.pcieBytesBetween(false, a.t, b.t)) / mib
 		case b.gpuInstance < 0 && (id == nvml.GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC || id == nvml.GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC):
 			m.Value = links * (0.05 + busy*9.5) * 1e9 / mib
 		default:
@@ -194,6 +205,14 @@ func gpmActivityIndex(id nvml.GpmMetricId) int {
 
 // meanReading averages what GPM measures (activity, decoder and GPU utilization) over the
 // whole seconds in (from, to].
+// pcieBytesBetween is the PCIe traffic rate each way between two instants, in bytes/s.
+func (d *Device) pcieBytesBetween(transmit bool, from, to float64) float64 {
+	if to <= from {
+		return d.pcieRate(transmit, to)
+	}
+	return float64(d.pcieBytes(transmit, to)-d.pcieBytes(transmit, from)) / (to - from)
+}
+
 func (s *Simulator) meanReading(gpu int, from, to float64) reading {
 	var sum reading
 	n := 0

@@ -26,9 +26,9 @@ func (d *Device) GetCurrentClocksThrottleReasons() (uint64, nvml.Return) {
 	return r.clockEvents, nvml.SUCCESS
 }
 
-// pcieGeneration of each system's GPUs (A100: Gen4, H100/H200: Gen5, B200: Gen5).
+// pcieGeneration of each system's GPUs (A100, L4: Gen4; H100/H200, B200: Gen5).
 func (d *Device) pcieGeneration() int {
-	if d.sim.system == "dgxa100" {
+	if d.sim.system == "dgxa100" || d.sim.system == "l4" {
 		return 4
 	}
 	return 5

@@ -9,19 +9,48 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
 )
 
+// MIG as the driver presents it (nvml.h, the MIG user guide): a GPU instance (GI) owns a
+// profile's slices and memory; one or more compute instances (CI) share it, and each CI is
+// one MIG device with its own handle and MIG UUID. The GI's profile id is the device's
+// unique id (migprofiles.go). Calls that "require privileged user" in nvml.h answer
+// NO_PERMISSION to a caller without the MIG monitor capability, which is what the driver
+// checks (NV_RM_CAP_SYS_SMC_MONITOR, /proc/driver/nvidia/capabilities/mig/monitor).
+
+// MIGInstance is one GPU instance of a layout: its profile, an NVML_GPU_INSTANCE_PROFILE_*
+// enum, and how many compute instances split it (0 or 1: one using all of it).
+type MIGInstance struct {
+	Profile          int
+	ComputeInstances int
+}
+
 // migLayouts are the MIG layouts scenarios start with, by scenario and GPU index. In `mig`
-// GPU 0 is split into mixed sizes, GPU 1 into seven of the smallest; in `churn` GPU 1 is
-// split in two halves, the second of which is destroyed churnAt seconds in
-// (churnDestroyedSlot). The other GPUs run without MIG.
-var migLayouts = map[string]map[int][]int{
+// GPU 0 is split into mixed sizes, GPU 1 into seven of the smallest; `mig-mixed` adds a GPU
+// instance shared by three compute instances and the +me profile; in `churn` GPU 1 is split
+// in two halves, the second of which is destroyed churnAt seconds in (churnDestroyedSlot).
+// The other GPUs run without MIG.
+var migLayouts = map[string]map[int][]MIGInstance{
 	"mig": {
-		0: {nvml.GPU_INSTANCE_PROFILE_3_SLICE, nvml.GPU_INSTANCE_PROFILE_2_SLICE, nvml.GPU_INSTANCE_PROFILE_1_SLICE, nvml.GPU_INSTANCE_PROFILE_1_SLICE},
-		1: {nvml.GPU_INSTANCE_PROFILE_1_SLICE, nvml.GPU_INSTANCE_PROFILE_1_SLICE, nvml.GPU_INSTANCE_PROFILE_1_SLICE, nvml.GPU_INSTANCE_PROFILE_1_SLICE,
-			nvml.GPU_INSTANCE_PROFILE_1_SLICE, nvml.GPU_INSTANCE_PROFILE_1_SLICE, nvml.GPU_INSTANCE_PROFILE_1_SLICE},
+		0: instances(nvml.GPU_INSTANCE_PROFILE_3_SLICE, nvml.GPU_INSTANCE_PROFILE_2_SLICE, nvml.GPU_INSTANCE_PROFILE_1_SLICE, nvml.GPU_INSTANCE_PROFILE_1_SLICE),
+		1: instances(nvml.GPU_INSTANCE_PROFILE_1_SLICE, nvml.GPU_INSTANCE_PROFILE_1_SLICE, nvml.GPU_INSTANCE_PROFILE_1_SLICE, nvml.GPU_INSTANCE_PROFILE_1_SLICE,
+			nvml.GPU_INSTANCE_PROFILE_1_SLICE, nvml.GPU_INSTANCE_PROFILE_1_SLICE, nvml.GPU_INSTANCE_PROFILE_1_SLICE),
+	},
+	"mig-mixed": {
+		0: {{Profile: nvml.GPU_INSTANCE_PROFILE_3_SLICE, ComputeInstances: 3}, {Profile: nvml.GPU_INSTANCE_PROFILE_2_SLICE},
+			{Profile: nvml.GPU_INSTANCE_PROFILE_1_SLICE_REV1}, {Profile: nvml.GPU_INSTANCE_PROFILE_1_SLICE}},
+		1: instances(nvml.GPU_INSTANCE_PROFILE_4_SLICE, nvml.GPU_INSTANCE_PROFILE_1_SLICE_REV2, nvml.GPU_INSTANCE_PROFILE_1_SLICE_REV2),
+		2: instances(nvml.GPU_INSTANCE_PROFILE_7_SLICE),
 	},
 	"churn": {
-		churnMIGGPU: {nvml.GPU_INSTANCE_PROFILE_3_SLICE, nvml.GPU_INSTANCE_PROFILE_3_SLICE},
+		churnMIGGPU: instances(nvml.GPU_INSTANCE_PROFILE_3_SLICE, nvml.GPU_INSTANCE_PROFILE_3_SLICE),
 	},
+}
+
+func instances(profiles ...int) []MIGInstance {
+	out := make([]MIGInstance, len(profiles))
+	for i, p := range profiles {
+		out[i] = MIGInstance{Profile: p}
+	}
+	return out
 }
 
 // The MIG instance of `churn` that is destroyed churnAt seconds in.
@@ -30,21 +59,30 @@ const (
 	churnDestroyedSlot = 1
 )
 
-// maxMigDevices is the most MIG instances one GPU can hold.
+// maxMigDevices is the most MIG devices one GPU can hold.
 const maxMigDevices = 7
 
-// MigDevice is one MIG instance: a GPU instance with one compute instance using all of it,
-// and one process.
+// gpuInstance is one GPU instance.
+type gpuInstance struct {
+	parent  *Device
+	id      uint32
+	enum    int
+	profile migProfile
+	// slot is its place in the layout, which sets how busy it is.
+	slot int
+}
+
+// MigDevice is one MIG device: a compute instance of a GPU instance, with one process.
 type MigDevice struct {
 	*mock.Device
-	parent  *Device
-	gi      nvml.GpuInstance
-	slot    int
-	giID    uint32
+	parent   *Device
+	gi       *gpuInstance
+	ci       uint32
+	ciSlices uint32
+	// ciCount is how many compute instances share the GPU instance.
+	ciCount int
 	uuid    string
-	total   uint64
 	pid     uint32
-	profile nvml.GpuInstanceProfileInfo
 	// destroyed instances answer NOT_FOUND, as NVML does for a stale MIG handle.
 	destroyed atomic.Bool
 	// endsAt, when positive, is the simulated second from which the instance is destroyed
@@ -56,9 +94,9 @@ var _ nvml.Device = (*MigDevice)(nil)
 
 // setUpMIG enables MIG on the GPUs of the scenario's layout and creates their instances.
 func (s *Simulator) setUpMIG(scenario string) error {
-	for index, profiles := range migLayouts[scenario] {
+	for index, layout := range migLayouts[scenario] {
 		if index < len(s.devices) {
-			if err := s.SetMIGLayout(index, profiles); err != nil {
+			if err := s.SetMIGInstances(index, layout); err != nil {
 				return err
 			}
 		}
@@ -69,12 +107,12 @@ func (s *Simulator) setUpMIG(scenario string) error {
 	return nil
 }
 
-// gone reports whether the instance has been destroyed (by SetMIGLayout or its scenario).
+// gone reports whether the instance has been destroyed (by a new layout or its scenario).
 func (m *MigDevice) gone() bool {
 	return m.destroyed.Load() || m.endsAt > 0 && m.parent.sim.elapsed() >= m.endsAt
 }
 
-// liveMIGs are the GPU's MIG instances that exist now.
+// liveMIGs are the GPU's MIG devices that exist now.
 func (d *Device) liveMIGs() []*MigDevice {
 	out := make([]*MigDevice, 0, len(d.migs))
 	for _, m := range d.migs {
@@ -86,47 +124,51 @@ func (d *Device) liveMIGs() []*MigDevice {
 }
 
 // SetMIGLayout changes the MIG layout of GPU `index` as mig-parted or a DRA driver would:
-// the GPU's instances are destroyed and one is created per profile (a
-// nvml.GPU_INSTANCE_PROFILE_*), through the mock server so that GPU-instance look-ups on
-// the parent answer consistently. No profiles turn MIG off. Not safe during a scrape.
+// one GPU instance per profile (an NVML_GPU_INSTANCE_PROFILE_* enum), each with one compute
+// instance using all of it. No profiles turn MIG off. Not safe during a scrape.
 func (s *Simulator) SetMIGLayout(index int, profiles []int) error {
+	return s.SetMIGInstances(index, instances(profiles...))
+}
+
+// SetMIGInstances is SetMIGLayout with the compute instances of each GPU instance given.
+func (s *Simulator) SetMIGInstances(index int, layout []MIGInstance) error {
 	if index < 0 || index >= len(s.devices) {
 		return fmt.Errorf("no GPU %d", index)
 	}
 	d := s.devices[index]
+	table := s.machine.sys.mig
 	for _, m := range d.migs {
 		m.destroyed.Store(true)
-		m.gi.Destroy()
 	}
 	d.migs = nil
 	d.migLayouts++
-	d.Device.MigMode = nvml.DEVICE_MIG_DISABLE
-	if len(profiles) > 0 {
-		d.Device.MigMode = nvml.DEVICE_MIG_ENABLE
+	for slot, inst := range layout {
+		p, ok := table[inst.Profile]
+		if !ok {
+			return fmt.Errorf("MIG profile %d is not offered by %s", inst.Profile, s.system)
+		}
+		cis := max(1, inst.ComputeInstances)
+		if p.slices%uint32(cis) != 0 {
+			return fmt.Errorf("%d compute instances do not split a %d-slice GPU instance", cis, p.slices)
+		}
+		gi := &gpuInstance{parent: d, id: uint32(slot + 1), enum: inst.Profile, profile: p, slot: slot}
+		for ci := 0; ci < cis; ci++ {
+			m := &MigDevice{
+				Device:   &mock.Device{},
+				parent:   d,
+				gi:       gi,
+				ci:       uint32(ci),
+				ciSlices: p.slices / uint32(cis),
+				ciCount:  cis,
+				uuid:     migUUID(s.system, s.seed, index, len(d.migs), d.migLayouts),
+				pid:      uint32(30000 + index*10 + len(d.migs)),
+			}
+			FillNotSupported(m.Device)
+			d.migs = append(d.migs, m)
+		}
 	}
-	for slot, profileID := range profiles {
-		info, ret := d.Device.GetGpuInstanceProfileInfo(profileID)
-		if ret != nvml.SUCCESS {
-			return fmt.Errorf("MIG profile %d on %s: %d", profileID, s.system, ret)
-		}
-		gi, ret := d.Device.CreateGpuInstance(&info)
-		if ret != nvml.SUCCESS {
-			return fmt.Errorf("create MIG instance on %s: %d", s.system, ret)
-		}
-		giInfo, _ := gi.GetInfo()
-		m := &MigDevice{
-			Device:  &mock.Device{},
-			parent:  d,
-			gi:      gi,
-			slot:    slot,
-			giID:    giInfo.Id,
-			uuid:    migUUID(s.system, s.seed, index, slot, d.migLayouts),
-			total:   info.MemorySizeMB * mib,
-			pid:     uint32(30000 + index*10 + slot),
-			profile: info,
-		}
-		FillNotSupported(m.Device)
-		d.migs = append(d.migs, m)
+	if len(d.migs) > maxMigDevices {
+		return fmt.Errorf("%d MIG devices on GPU %d: at most %d", len(d.migs), index, maxMigDevices)
 	}
 	return nil
 }
@@ -149,6 +191,9 @@ func (d *Device) GetMigMode() (int, int, nvml.Return) {
 	if ret := d.ret("DeviceGetMigMode"); ret != nvml.SUCCESS {
 		return 0, 0, ret
 	}
+	if d.sim.machine.sys.mig == nil {
+		return 0, 0, nvml.ERROR_NOT_SUPPORTED
+	}
 	if d.migEnabled() {
 		return nvml.DEVICE_MIG_ENABLE, nvml.DEVICE_MIG_ENABLE, nvml.SUCCESS
 	}
@@ -159,6 +204,9 @@ func (d *Device) GetMigMode() (int, int, nvml.Return) {
 func (d *Device) GetMaxMigDeviceCount() (int, nvml.Return) {
 	if ret := d.ret("DeviceGetMaxMigDeviceCount"); ret != nvml.SUCCESS {
 		return 0, ret
+	}
+	if d.sim.machine.sys.mig == nil {
+		return 0, nvml.ERROR_NOT_SUPPORTED
 	}
 	return maxMigDevices, nvml.SUCCESS
 }
@@ -175,41 +223,71 @@ func (d *Device) GetMigDeviceHandleByIndex(i int) (nvml.Device, nvml.Return) {
 	return live[i], nvml.SUCCESS
 }
 
-// GetGpuInstanceById returns the GPU instance with that id.
+// GetGpuInstanceById returns the GPU instance with that id. nvml.h: "Requires privileged user".
 func (d *Device) GetGpuInstanceById(id int) (nvml.GpuInstance, nvml.Return) {
 	if ret := d.ret("DeviceGetGpuInstanceById"); ret != nvml.SUCCESS {
 		return nil, ret
 	}
-	d.Device.RLock()
-	defer d.Device.RUnlock()
-	for gi := range d.Device.GpuInstances {
-		if int(gi.Info.Id) == id {
-			return gi, nvml.SUCCESS
+	if !d.sim.migMonitor {
+		return nil, nvml.ERROR_NO_PERMISSION
+	}
+	for _, m := range d.liveMIGs() {
+		if int(m.gi.id) == id {
+			gi := m.gi
+			inst := &mock.GpuInstance{}
+			FillNotSupported(inst)
+			inst.GetInfoFunc = func() (nvml.GpuInstanceInfo, nvml.Return) {
+				d.sim.count("GpuInstanceGetInfo")
+				return nvml.GpuInstanceInfo{Device: d, Id: gi.id, ProfileId: gi.profile.id,
+					Placement: nvml.GpuInstancePlacement{Start: uint32(gi.slot), Size: gi.profile.slices}}, nvml.SUCCESS
+			}
+			return inst, nvml.SUCCESS
 		}
 	}
 	return nil, nvml.ERROR_NOT_FOUND
 }
 
-// GetGpuInstanceProfileInfo returns a MIG profile's size.
+// GetGpuInstanceProfileInfo describes a profile, asked for by its enum; the answer's Id is
+// the device's unique profile id. Enums past the last answer INVALID_ARGUMENT (how nvml.h
+// says to enumerate them), profiles the GPU lacks NOT_SUPPORTED.
 func (d *Device) GetGpuInstanceProfileInfo(profile int) (nvml.GpuInstanceProfileInfo, nvml.Return) {
 	if ret := d.ret("DeviceGetGpuInstanceProfileInfo"); ret != nvml.SUCCESS {
 		return nvml.GpuInstanceProfileInfo{}, ret
 	}
-	return d.Device.GetGpuInstanceProfileInfo(profile)
+	if profile < 0 || profile >= nvml.GPU_INSTANCE_PROFILE_COUNT {
+		return nvml.GpuInstanceProfileInfo{}, nvml.ERROR_INVALID_ARGUMENT
+	}
+	p, ok := d.sim.machine.sys.mig[profile]
+	if !ok {
+		return nvml.GpuInstanceProfileInfo{}, nvml.ERROR_NOT_SUPPORTED
+	}
+	return p.info(), nvml.SUCCESS
 }
 
+// migMemory is what the GPU instance's processes hold, and the driver's reservation in it.
+func (gi *gpuInstance) memory() (used, reserved, total uint64) {
+	total = gi.profile.memoryMiB * mib
+	reserved = total / 256
+	used = uint64(float64(total) * (0.4 + 0.15*float64(gi.slot%4)))
+	return used, reserved, total
+}
+
+// migProcesses lists the processes of the live MIG devices, as the parent handle does for
+// a caller with the MIG monitor capability.
 func (d *Device) migProcesses() []nvml.ProcessInfo {
 	live := d.liveMIGs()
 	out := make([]nvml.ProcessInfo, 0, len(live))
 	for _, m := range live {
-		out = append(out, nvml.ProcessInfo{Pid: m.pid, UsedGpuMemory: m.used(), GpuInstanceId: m.giID, ComputeInstanceId: 0})
+		out = append(out, m.process())
 	}
 	return out
 }
 
-// used is the instance's framebuffer in use: its process holds 40–85 % depending on size.
-func (m *MigDevice) used() uint64 {
-	return uint64(float64(m.total) * (0.4 + 0.15*float64(m.slot%4)))
+// process is the MIG device's process: its compute instance's share of the GPU
+// instance's memory.
+func (m *MigDevice) process() nvml.ProcessInfo {
+	used, _, _ := m.gi.memory()
+	return nvml.ProcessInfo{Pid: m.pid, UsedGpuMemory: used / uint64(m.ciCount), GpuInstanceId: m.gi.id, ComputeInstanceId: m.ci}
 }
 
 func (m *MigDevice) read(call string) nvml.Return {
@@ -237,12 +315,12 @@ func (m *MigDevice) IsMigDeviceHandle() (bool, nvml.Return) {
 
 // GetGpuInstanceId returns the GPU instance id.
 func (m *MigDevice) GetGpuInstanceId() (int, nvml.Return) {
-	return int(m.giID), m.read("MigDeviceGetGpuInstanceId")
+	return int(m.gi.id), m.read("MigDeviceGetGpuInstanceId")
 }
 
 // GetComputeInstanceId returns the compute instance id.
 func (m *MigDevice) GetComputeInstanceId() (int, nvml.Return) {
-	return 0, m.read("MigDeviceGetComputeInstanceId")
+	return int(m.ci), m.read("MigDeviceGetComputeInstanceId")
 }
 
 // GetDeviceHandleFromMigDeviceHandle returns the parent GPU.
@@ -250,27 +328,72 @@ func (m *MigDevice) GetDeviceHandleFromMigDeviceHandle() (nvml.Device, nvml.Retu
 	return m.parent, m.read("MigDeviceGetDeviceHandleFromMigDeviceHandle")
 }
 
-// GetMemoryInfo returns the instance's framebuffer.
+// GetAttributes describes the MIG device: its compute instance's share of the SMs, its GPU
+// instance's slices, engines and memory. It needs no privilege.
+func (m *MigDevice) GetAttributes() (nvml.DeviceAttributes, nvml.Return) {
+	if ret := m.read("MigDeviceGetAttributes"); ret != nvml.SUCCESS {
+		return nvml.DeviceAttributes{}, ret
+	}
+	p := m.gi.profile
+	return nvml.DeviceAttributes{
+		MultiprocessorCount:       p.multiprocessors * m.ciSlices / p.slices,
+		SharedCopyEngineCount:     p.slices,
+		SharedDecoderCount:        p.decoders,
+		SharedJpegCount:           p.jpegs,
+		SharedOfaCount:            p.ofas,
+		GpuInstanceSliceCount:     p.slices,
+		ComputeInstanceSliceCount: m.ciSlices,
+		MemorySizeMB:              p.memoryMiB,
+	}, nvml.SUCCESS
+}
+
+// GetMemoryInfo returns the GPU instance's framebuffer; the v1 call counts the driver's
+// reservation as used.
 func (m *MigDevice) GetMemoryInfo() (nvml.Memory, nvml.Return) {
 	if ret := m.read("MigDeviceGetMemoryInfo"); ret != nvml.SUCCESS {
 		return nvml.Memory{}, ret
 	}
-	used := m.used()
-	return nvml.Memory{Total: m.total, Used: used, Free: m.total - used}, nvml.SUCCESS
+	used, reserved, total := m.gi.memory()
+	return nvml.Memory{Total: total, Used: used + reserved, Free: total - used - reserved}, nvml.SUCCESS
 }
 
-// GetMemoryInfo_v2 returns the instance's framebuffer (no separate reservation).
+// GetMemoryInfo_v2 reports the reservation apart from Used.
 func (m *MigDevice) GetMemoryInfo_v2() (nvml.Memory_v2, nvml.Return) {
-	mem, ret := m.GetMemoryInfo()
-	return nvml.Memory_v2{Total: mem.Total, Used: mem.Used, Free: mem.Free}, ret
+	if ret := m.read("MigDeviceGetMemoryInfo_v2"); ret != nvml.SUCCESS {
+		return nvml.Memory_v2{}, ret
+	}
+	used, reserved, total := m.gi.memory()
+	return nvml.Memory_v2{Version: nvml.STRUCT_VERSION(nvml.Memory_v2{}, 2), Total: total, Reserved: reserved, Used: used, Free: total - used - reserved}, nvml.SUCCESS
 }
 
-// GetComputeRunningProcesses lists the instance's process.
+// GetComputeRunningProcesses lists the MIG device's process; per-instance queries need no
+// privilege. The caller's PID namespace applies as on the whole GPU.
 func (m *MigDevice) GetComputeRunningProcesses() ([]nvml.ProcessInfo, nvml.Return) {
 	if ret := m.read("MigDeviceGetComputeRunningProcesses"); ret != nvml.SUCCESS {
 		return nil, ret
 	}
-	return []nvml.ProcessInfo{{Pid: m.pid, UsedGpuMemory: m.used(), GpuInstanceId: m.giID}}, nvml.SUCCESS
+	return m.parent.visible([]nvml.ProcessInfo{m.process()}), nvml.SUCCESS
+}
+
+// GetGraphicsRunningProcesses: MIG supports no graphics.
+func (m *MigDevice) GetGraphicsRunningProcesses() ([]nvml.ProcessInfo, nvml.Return) {
+	if ret := m.read("MigDeviceGetGraphicsRunningProcesses"); ret != nvml.SUCCESS {
+		return nil, ret
+	}
+	return nil, nvml.SUCCESS
+}
+
+// GpmQueryDeviceSupport: the parent's answer.
+func (m *MigDevice) GpmQueryDeviceSupport() (nvml.GpmSupport, nvml.Return) {
+	return m.parent.GpmQueryDeviceSupport()
+}
+
+// GpmSampleGet samples the MIG device (nvml.h: "supports the device handle and MIG device handle").
+func (m *MigDevice) GpmSampleGet(sample nvml.GpmSample) nvml.Return {
+	if ret := m.read("MigDeviceGpmSampleGet"); ret != nvml.SUCCESS {
+		return ret
+	}
+	return m.parent.takeGpmSample("GpmSampleGet", sample, int(m.gi.id), int(m.ci))
 }
 
 // MIGDevices returns the MIG UUIDs of each GPU that has MIG instances, by GPU index (the

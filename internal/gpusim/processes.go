@@ -1,6 +1,8 @@
 package gpusim
 
 import (
+	"encoding/binary"
+
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 )
 
@@ -16,7 +18,12 @@ func (d *Device) processInfos(call string, graphics bool) ([]nvml.ProcessInfo, n
 		if graphics {
 			return nil, nvml.SUCCESS
 		}
-		return d.migProcesses(), nvml.SUCCESS
+		// The parent handle lists every instance's processes only to a caller with the MIG
+		// monitor capability (subdeviceCtrlCmdGpuGetPids: NV_ERR_INSUFFICIENT_PERMISSIONS).
+		if !d.sim.migMonitor {
+			return nil, nvml.ERROR_NO_PERMISSION
+		}
+		return d.asGoNVMLReads(d.visible(d.migProcesses())), nvml.SUCCESS
 	}
 	used, _, _ := d.memory(r)
 	var out []nvml.ProcessInfo
@@ -31,7 +38,48 @@ func (d *Device) processInfos(call string, graphics bool) ([]nvml.ProcessInfo, n
 			ComputeInstanceId: noInstance,
 		})
 	}
-	return out, nvml.SUCCESS
+	return d.asGoNVMLReads(d.visible(out)), nvml.SUCCESS
+}
+
+// visible is what the driver lists to the caller: from 535.113 on, only the processes of
+// the caller's PID namespace (_gpuConvertPid drops the others). The simulated processes
+// all run in other containers, so a caller with a namespace of its own sees none.
+func (d *Device) visible(infos []nvml.ProcessInfo) []nvml.ProcessInfo {
+	if d.sim.hostPIDNamespace || !d.sim.driver.listsOnlyOwnPIDNamespace() {
+		return infos
+	}
+	return nil
+}
+
+// asGoNVMLReads is what go-nvml decodes from the list. Releases 535.43.02 to 535.86 write
+// 32-byte entries (with usedGpuCcProtectedMemory) into go-nvml's 24-byte ones: go-nvml
+// then reads PIDs and memory from the wrong offsets (go-nvml#75), and the real library
+// writes past go-nvml's buffer, which the simulator cannot show.
+func (d *Device) asGoNVMLReads(infos []nvml.ProcessInfo) []nvml.ProcessInfo {
+	if !d.sim.driver.writesWideProcessInfo() || len(infos) == 0 {
+		return infos
+	}
+	const wide, narrow = 32, 24
+	raw := make([]byte, wide*len(infos))
+	for i, p := range infos {
+		b := raw[i*wide:]
+		binary.LittleEndian.PutUint32(b[0:], p.Pid)
+		binary.LittleEndian.PutUint64(b[8:], p.UsedGpuMemory)
+		binary.LittleEndian.PutUint32(b[16:], p.GpuInstanceId)
+		binary.LittleEndian.PutUint32(b[20:], p.ComputeInstanceId)
+		binary.LittleEndian.PutUint64(b[24:], 0) // usedGpuCcProtectedMemory
+	}
+	out := make([]nvml.ProcessInfo, len(infos))
+	for i := range out {
+		b := raw[i*narrow:]
+		out[i] = nvml.ProcessInfo{
+			Pid:               binary.LittleEndian.Uint32(b[0:]),
+			UsedGpuMemory:     binary.LittleEndian.Uint64(b[8:]),
+			GpuInstanceId:     binary.LittleEndian.Uint32(b[16:]),
+			ComputeInstanceId: binary.LittleEndian.Uint32(b[20:]),
+		}
+	}
+	return out
 }
 
 // GetComputeRunningProcesses lists the CUDA processes on the GPU.
@@ -44,8 +92,19 @@ func (d *Device) GetGraphicsRunningProcesses() ([]nvml.ProcessInfo, nvml.Return)
 	return d.processInfos("DeviceGetGraphicsRunningProcesses", true)
 }
 
-// GetProcessUtilization returns one sample per process per simulated second newer than
-// lastSeen; NOT_FOUND when there is none (as the real driver does); NOT_SUPPORTED under MIG.
+// overrangeSampleEvery: now and then a sample's share is above 100 %, as real drivers
+// return them (nvtop#110).
+const overrangeSampleEvery = 13
+
+// GetProcessUtilization returns one sample per active process per simulated second newer
+// than lastSeen, plus the one at lastSeen itself (real drivers return samples no newer
+// than asked for, which callers must drop); NOT_FOUND when there is none (as the real
+// driver does); NOT_SUPPORTED under MIG. A process that did nothing in a second has no
+// sample for it (nvml.h: "per process running, that had some non-zero utilization"), and
+// a process that has exited keeps its samples in the buffer. Samples are not filtered by
+// the caller's PID namespace: a caller with one of its own gets the other containers'
+// samples with their host PIDs (570.86.15 translates only the PIDs it can see), while the
+// process list shows none of them.
 func (d *Device) GetProcessUtilization(lastSeen uint64) ([]nvml.ProcessUtilizationSample, nvml.Return) {
 	t, _, ret := d.read("DeviceGetProcessUtilization")
 	if ret != nvml.SUCCESS {
@@ -60,18 +119,26 @@ func (d *Device) GetProcessUtilization(lastSeen uint64) ([]nvml.ProcessUtilizati
 	var out []nvml.ProcessUtilizationSample
 	for k := first; k <= last; k++ {
 		ts := startMicros + uint64(k)*1_000_000
-		if ts <= lastSeen {
+		if ts < lastSeen {
 			continue
 		}
 		r := d.sim.scenario(d.sim.machine, d.index, float64(k))
-		for _, p := range r.processes {
-			out = append(out, nvml.ProcessUtilizationSample{
+		for i, p := range r.processes {
+			if p.smShare == 0 {
+				continue
+			}
+			s := nvml.ProcessUtilizationSample{
 				Pid:       p.pid,
 				TimeStamp: ts,
 				SmUtil:    roundU32(r.utilization * p.smShare),
 				MemUtil:   roundU32(r.memoryCopyUtil * p.smShare),
+				EncUtil:   roundU32(d.encoderUtil(r) * p.smShare),
 				DecUtil:   roundU32(r.decoderUtil * p.smShare),
-			})
+			}
+			if i == 0 && k%overrangeSampleEvery == 0 {
+				s.SmUtil += 100
+			}
+			out = append(out, s)
 		}
 	}
 	if len(out) == 0 {

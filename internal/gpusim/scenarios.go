@@ -295,7 +295,8 @@ func sharedGPU(m *machine, gpu int, t float64) reading {
 }
 
 // mig: training on the non-MIG GPUs; GPUs 0 and 1 run MIG (the layout is set up by
-// migLayouts) and their instances are busy.
+// migLayouts) and their instances are busy. mig-mixed is the same work on a layout with a
+// GPU instance of three compute instances, the +me and the double-memory 1-slice profiles.
 func mig(m *machine, gpu int, t float64) reading {
 	return steadyTraining(m, gpu, t)
 }
@@ -339,6 +340,7 @@ var scenarios = map[string]scenario{
 	"ecc-degrading":    eccDegrading,
 	"shared-gpu":       sharedGPU,
 	"mig":              mig,
+	"mig-mixed":        mig,
 	"churn":            churn,
 }
 

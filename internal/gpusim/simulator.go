@@ -22,6 +22,18 @@ type Options struct {
 	// NVMLMissingFor makes Init fail with ERROR_LIBRARY_NOT_FOUND for this long after New,
 	// as on a node whose driver is installed after the collector started.
 	NVMLMissingFor time.Duration
+	// Driver is the driver release simulated, e.g. "535.104.05": which calls and fields
+	// exist, and how processes are listed (driver.go). Empty: the system's default, a
+	// current R580 release for the DGX systems.
+	Driver string
+	// PIDNamespace is where the caller runs, PIDNamespaceHost (the default) or
+	// PIDNamespaceContainer: from 535.113 on the driver then lists no other container's
+	// processes.
+	PIDNamespace string
+	// NoMIGMonitor simulates a caller without NVIDIA's MIG monitor capability
+	// (/proc/driver/nvidia/capabilities/mig/monitor; NVIDIA_MIG_MONITOR_DEVICES in a
+	// container): the calls nvml.h says "require privileged user" answer NO_PERMISSION.
+	NoMIGMonitor bool
 }
 
 // Simulator implements nvml.Interface. Functions the receiver uses are methods of
@@ -38,6 +50,11 @@ type Simulator struct {
 	start    time.Time
 	devices  []*Device
 	missing  time.Duration
+
+	driverVersion    string
+	driver           driverRelease
+	hostPIDNamespace bool
+	migMonitor       bool
 
 	events *eventSource
 
@@ -61,20 +78,36 @@ func New(opts Options) (*Simulator, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	if opts.Driver == "" {
+		opts.Driver = sys.defaultDriver
+	}
+	driver, err := parseDriverRelease(opts.Driver)
+	if err != nil {
+		return nil, err
+	}
+	switch opts.PIDNamespace {
+	case "", PIDNamespaceHost, PIDNamespaceContainer:
+	default:
+		return nil, fmt.Errorf("unknown PID namespace %q (%s or %s)", opts.PIDNamespace, PIDNamespaceHost, PIDNamespaceContainer)
+	}
 	srv := sys.newServer()
 	FillNotSupported(&srv.Interface)
 	m := &machine{sys: sys, seed: opts.Seed}
 	s := &Simulator{
-		Server:         srv,
-		system:         opts.System,
-		seed:           opts.Seed,
-		machine:        m,
-		scenario:       newScenarioMemo(sc, m, len(srv.Devices)).reading,
-		now:            opts.Now,
-		start:          opts.Now(),
-		missing:        opts.NVMLMissingFor,
-		calls:          map[string]int64{},
-		missingSymbols: map[string]bool{},
+		Server:           srv,
+		system:           opts.System,
+		seed:             opts.Seed,
+		machine:          m,
+		scenario:         newScenarioMemo(sc, m, len(srv.Devices)).reading,
+		now:              opts.Now,
+		start:            opts.Now(),
+		missing:          opts.NVMLMissingFor,
+		driverVersion:    opts.Driver,
+		driver:           driver,
+		hostPIDNamespace: opts.PIDNamespace != PIDNamespaceContainer,
+		migMonitor:       !opts.NoMIGMonitor,
+		calls:            map[string]int64{},
+		missingSymbols:   map[string]bool{},
 	}
 	for i, d := range srv.Devices {
 		md := d.(*server.Device)
@@ -192,33 +225,34 @@ func (s *Simulator) Shutdown() nvml.Return {
 // Extensions returns the simulator itself, which implements LookupSymbol.
 func (s *Simulator) Extensions() nvml.ExtendedInterface { return s }
 
-// LookupSymbol reports every NVML entry point as present unless SetSymbolMissing said otherwise.
+// LookupSymbol reports an NVML entry point as present where the simulated driver release
+// has it, unless SetSymbolMissing said otherwise.
 func (s *Simulator) LookupSymbol(symbol string) error {
 	s.count("LookupSymbol")
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.missingSymbols[symbol] {
+	if s.missingSymbols[symbol] || s.driver.missingSymbol(symbol) {
 		return fmt.Errorf("symbol %q not found", symbol)
 	}
 	return nil
 }
 
-// SystemGetDriverVersion returns the mock system's driver version.
+// SystemGetDriverVersion returns the simulated driver release.
 func (s *Simulator) SystemGetDriverVersion() (string, nvml.Return) {
 	s.count("SystemGetDriverVersion")
-	return s.DriverVersion, nvml.SUCCESS
+	return s.driverVersion, nvml.SUCCESS
 }
 
-// SystemGetNVMLVersion returns the mock system's NVML version.
+// SystemGetNVMLVersion returns the NVML version the simulated release ships.
 func (s *Simulator) SystemGetNVMLVersion() (string, nvml.Return) {
 	s.count("SystemGetNVMLVersion")
-	return s.NvmlVersion, nvml.SUCCESS
+	return s.driver.nvmlVersion(s.driverVersion), nvml.SUCCESS
 }
 
-// SystemGetCudaDriverVersion returns the mock system's CUDA driver version.
+// SystemGetCudaDriverVersion returns the CUDA version the simulated release supports.
 func (s *Simulator) SystemGetCudaDriverVersion() (int, nvml.Return) {
 	s.count("SystemGetCudaDriverVersion")
-	return s.CudaDriverVersion, nvml.SUCCESS
+	return s.driver.cudaVersion(), nvml.SUCCESS
 }
 
 // DeviceGetCount returns the number of simulated GPUs.

@@ -22,7 +22,7 @@ func newTestSim(t *testing.T, system, scenario string, seed int64) (*Simulator, 
 }
 
 func TestEveryRequestedSystemAndScenarioExists(t *testing.T) {
-	assert.Equal(t, []string{"dgxa100", "dgxb200", "dgxh100", "dgxh200"}, Systems())
+	assert.Equal(t, []string{"dgxa100", "dgxb200", "dgxh100", "dgxh200", "l4", "vgpu-h100"}, Systems())
 	for _, sc := range []string{"steady-training", "idle", "memory-leak"} {
 		assert.Contains(t, Scenarios(), sc)
 	}
@@ -84,12 +84,13 @@ func TestMinorNumbersArePermutationsThatDifferFromIndexesOnSomeSystems(t *testin
 	for _, system := range Systems() {
 		s, _ := newTestSim(t, system, "idle", 1)
 		seen := map[int]bool{}
-		for i := range 8 {
+		count, _ := s.DeviceGetCount()
+		for i := range count {
 			d, _ := s.DeviceGetHandleByIndex(i)
 			minor, ret := d.GetMinorNumber()
 			require.Equal(t, nvml.SUCCESS, ret)
 			assert.False(t, seen[minor], "%s: minor %d twice", system, minor)
-			assert.True(t, minor >= 0 && minor < 8)
+			assert.True(t, minor >= 0 && minor < count)
 			seen[minor] = true
 			if minor != i {
 				differs[system] = true
@@ -217,7 +218,7 @@ func TestGPMThroughNVML(t *testing.T) {
 	// Samples of different targets cannot be compared; a GPU instance must exist.
 	mig, _ := s.DeviceGetHandleByIndex(0)
 	assert.Equal(t, nvml.ERROR_NOT_FOUND, mig.GpmMigSampleGet(99, a))
-	require.Equal(t, nvml.SUCCESS, a.MigGet(mig, int(s.devices[0].migs[0].giID)))
+	require.Equal(t, nvml.SUCCESS, a.MigGet(mig, int(s.devices[0].migs[0].gi.id)))
 	assert.Equal(t, nvml.ERROR_INVALID_ARGUMENT, s.GpmMetricsGet(&nvml.GpmMetricsGetType{Sample1: a, Sample2: b}))
 
 	a100, _ := newTestSim(t, "dgxa100", "idle", 1)

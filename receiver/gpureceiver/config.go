@@ -15,6 +15,7 @@ import (
 	"github.com/otelcol-gpu/otelcol-gpu/internal/gpuschema"
 	"github.com/otelcol-gpu/otelcol-gpu/internal/gpusim"
 	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpureceiver/internal/metadata"
+	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpureceiver/internal/nvmlclient"
 )
 
 // Backends the receiver can read GPUs from.
@@ -95,10 +96,30 @@ type InitRetryConfig struct {
 	MaxInterval     time.Duration `mapstructure:"max_interval"`
 }
 
+// PID namespaces a simulated agent can be told it runs in.
+const (
+	pidNamespaceAuto      = "auto"
+	pidNamespaceHost      = gpusim.PIDNamespaceHost
+	pidNamespaceContainer = gpusim.PIDNamespaceContainer
+)
+
 // SimulatedConfig selects the simulated machine.
 type SimulatedConfig struct {
-	// System is one of dgxa100, dgxh100, dgxh200, dgxb200 (eight GPUs each).
+	// System is one of dgxa100, dgxh100, dgxh200, dgxb200 (eight GPUs each), l4 (four L4s)
+	// or vgpu-h100 (one H100 vGPU in a virtual machine).
 	System string `mapstructure:"system"`
+	// DriverVersion is the NVIDIA driver release the simulated GPUs answer as, e.g.
+	// "535.104.05": which calls and fields exist and how processes are listed follow it.
+	// Empty: the system's default (580.95.05 on the DGX systems, 550.127.05 on the others).
+	DriverVersion string `mapstructure:"driver_version"`
+	// PIDNamespace is where the simulated driver sees the agent: "host" (hostPID, a bare
+	// host), "container" (a PID namespace of its own: from 535.113 on the driver lists no
+	// other container's process), or "auto" (default): as this process really runs.
+	PIDNamespace string `mapstructure:"pid_namespace"`
+	// MIGMonitor is whether the agent holds NVIDIA's MIG monitor capability (what
+	// NVIDIA_MIG_MONITOR_DEVICES=all gives a container); without it the MIG calls nvml.h
+	// says "require privileged user" answer NO_PERMISSION. Default true.
+	MIGMonitor bool `mapstructure:"mig_monitor"`
 	// Scenario is what the GPUs do, e.g. steady-training, idle, memory-leak.
 	Scenario string `mapstructure:"scenario"`
 	// Seed makes runs reproducible: same seed, same values.
@@ -157,6 +178,16 @@ func (c SimulatedConfig) validate() []error {
 	}
 	if !slices.Contains(gpusim.Scenarios(), c.Scenario) {
 		errs = append(errs, fmt.Errorf("simulated.scenario: must be one of %s, got %q", strings.Join(gpusim.Scenarios(), ", "), c.Scenario))
+	}
+	if c.DriverVersion != "" {
+		if _, err := nvmlclient.ParseDriverVersion(c.DriverVersion); err != nil {
+			errs = append(errs, fmt.Errorf("simulated.driver_version: %w", err))
+		}
+	}
+	switch c.PIDNamespace {
+	case pidNamespaceAuto, pidNamespaceHost, pidNamespaceContainer:
+	default:
+		errs = append(errs, fmt.Errorf("simulated.pid_namespace: must be %q, %q or %q, got %q", pidNamespaceAuto, pidNamespaceHost, pidNamespaceContainer, c.PIDNamespace))
 	}
 	return errs
 }

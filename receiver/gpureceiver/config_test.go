@@ -39,7 +39,7 @@ func TestConfigDefaults(t *testing.T) {
 func TestConfigFullySet(t *testing.T) {
 	cfg, err := loadConfig(t, "simulated")
 	require.NoError(t, err)
-	assert.Equal(t, SimulatedConfig{System: "dgxb200", Scenario: "memory-leak", Seed: 42}, cfg.Simulated)
+	assert.Equal(t, SimulatedConfig{System: "dgxb200", Scenario: "memory-leak", Seed: 42, DriverVersion: "570.172.08", PIDNamespace: "container", MIGMonitor: false}, cfg.Simulated)
 	assert.Equal(t, time.Second, cfg.CollectionInterval)
 	assert.Equal(t, []string{"0", "3", "GPU-4f1c1a9e-0000-4000-8000-000000000000"}, cfg.IncludeDevices)
 	assert.Equal(t, "node-a", cfg.HostName)
@@ -60,6 +60,8 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		"retry_max_below_initial": "nvml.init_retry.max_interval",
 		"bad_system":              "simulated.system",
 		"bad_scenario":            "simulated.scenario",
+		"bad_driver_version":      "simulated.driver_version",
+		"bad_pid_namespace":       "simulated.pid_namespace",
 		"bad_device":              "include_devices[0]",
 		"negative_index":          "include_devices[0]",
 		"duplicate_device":        "include_devices[1]",

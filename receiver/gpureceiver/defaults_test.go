@@ -98,12 +98,12 @@ func TestOptInValuesAreNotReadFromNVML(t *testing.T) {
 		}
 	}
 	var defaultLinks, fullLinks int
-	for _, v := range newFieldRequest(&testConfig().Metrics, 18) {
+	for _, v := range newFieldRequest(&testConfig().Metrics, 18, false) {
 		if v.ScopeId > 0 {
 			defaultLinks++
 		}
 	}
-	for _, v := range newFieldRequest(&fullTestConfig(t).Metrics, 18) {
+	for _, v := range newFieldRequest(&fullTestConfig(t).Metrics, 18, false) {
 		if v.ScopeId > 0 {
 			fullLinks++
 		}
@@ -113,7 +113,7 @@ func TestOptInValuesAreNotReadFromNVML(t *testing.T) {
 	cfg.Metrics.NvidiaGpuNvlinkIo.Enabled = false
 	cfg.Metrics.NvidiaGpuNvlinkErrors.Enabled = false
 	cfg.Metrics.NvidiaGpuNvlinkState.Enabled = false
-	for _, v := range newFieldRequest(&cfg.Metrics, 18) {
+	for _, v := range newFieldRequest(&cfg.Metrics, 18, false) {
 		assert.Zero(t, v.ScopeId, "no link field once NVLink metrics are off")
 	}
 	assert.Equal(t, defaultLinks, fullLinks)
@@ -148,13 +148,14 @@ func TestPowerFromFieldsOrTheDedicatedCalls(t *testing.T) {
 
 // TestUtilizationFromGPMWhereTheGPUHasIt: on Hopper the GPU's utilization and its
 // decoders' come from the GPM sample pair profiling reads anyway, averaged over the
-// interval like the sample buffer it replaces; only the memory-copy samples are asked
-// for. The A100 (no GPM) reads the sample buffer.
+// interval like the sample buffer it replaces; only the memory-copy and encoder samples are
+// asked for (GPM has no NVENC metric on a GPU without NVENC). The A100 (no GPM) reads the
+// sample buffer.
 func TestUtilizationFromGPMWhereTheGPUHasIt(t *testing.T) {
 	for _, c := range []struct {
 		system       string
 		samplesPerGP int64
-	}{{"dgxh100", 1}, {"dgxa100", 3}} {
+	}{{"dgxh100", 2}, {"dgxa100", 4}} {
 		clock := newFakeClock()
 		sim := newSim(t, c.system, "steady-training", clock)
 		s := startedScraper(t, testConfig(), sim, clock)
@@ -170,8 +171,8 @@ func TestUtilizationFromGPMWhereTheGPUHasIt(t *testing.T) {
 			util := pointValue(t, gpu, "hw.gpu.utilization", map[string]string{"hw.gpu.task": "general"})
 			assert.InDelta(t, 0.88, util, 0.07, "%s %s: steady training", c.system, uuid)
 			assert.Equal(t, 0.0, pointValue(t, gpu, "hw.gpu.utilization", map[string]string{"hw.gpu.task": "decoder"}))
-			m, _ := findMetric(gpu, "hw.gpu.utilization")
-			assert.Equal(t, 2, m.Gauge().DataPoints().Len(), "no encoder series: these GPUs have no NVENC")
+			assert.Equal(t, 0.0, pointValue(t, gpu, "hw.gpu.utilization", map[string]string{"hw.gpu.task": "encoder"}),
+				"no NVENC: 0 %%, as nvidia-smi shows and dcgm-exporter reports")
 		}
 	}
 

@@ -33,6 +33,11 @@ type readDeps struct {
 	procNames *processNames
 	// migModeAttribute is whether GPU resources carry nvidia.gpu.mig.enabled.
 	migModeAttribute bool
+	// processListUnsafe: the driver's process list cannot be read (535.43-535.98), so it is
+	// not asked for; logged once by the scraper.
+	processListUnsafe bool
+	// hiddenProcessesCause names the likely reason when NVML lists no process on a busy GPU.
+	hiddenProcessesCause string
 	// steady is when an unchanged steady series is sent again (steady.go).
 	steady steadyPolicy
 }
@@ -52,6 +57,15 @@ type deviceRead struct {
 	// memoryUsageSent is whether this collection recorded the GPU's hw.gpu.memory.usage,
 	// which lets hw.status be held back (sendHealth).
 	memoryUsageSent bool
+	// memoryUsed is the framebuffer in use (the driver's reservation excluded where the
+	// driver tells it apart), when memoryRead.
+	memoryUsed          uint64
+	memoryRead          bool
+	memoryReservedApart bool
+	// procs are the processes listed outside MIG mode, procsListed whether a list call
+	// answered (listProcesses).
+	procs       []gpuProcess
+	procsListed bool
 	// rates caches nvmlDeviceGetUtilizationRates, which answers two metrics at once.
 	rates struct {
 		read, ok bool
@@ -90,6 +104,7 @@ func (r *deviceRead) recordAll() {
 			r.dev.gone = false
 		}
 	}
+	r.listProcesses()
 	r.recordXIDs()
 	r.recordHealth()
 	r.recordCallErrors()

@@ -43,6 +43,8 @@ type gpuDevice struct {
 	lastSampleTS map[nvml.SamplingType]uint64
 	// lastProcessTS is the same for per-process utilization samples.
 	lastProcessTS uint64
+	// pcieIO counts hw.gpu.io's bytes each way (transmit, receive).
+	pcieIO [2]pcieBytes
 	// unsupported remembers calls the device answered NOT_SUPPORTED, so they are not
 	// repeated every scrape.
 	unsupported map[string]bool
@@ -57,6 +59,13 @@ type gpuDevice struct {
 	nextLookup  time.Time
 	// mig is the GPU's MIG mode and instances, read again every migRefresh.
 	mig migState
+	// memoryTotal is the framebuffer's size as last read, 0 until then (MIG profile names
+	// are rounded against it); warnedProfile is whether an unnamed MIG profile was logged.
+	memoryTotal   uint64
+	warnedProfile bool
+	// processesHidden is whether NVML listed no process while the memory was in use, at
+	// the last look (logged when it starts).
+	processesHidden bool
 	// health is the state reported last, to log changes once.
 	health metadata.AttributeHwState
 	// steadySent is what each steady series sent last, and when (steady.go).
@@ -81,7 +90,9 @@ type staticFacts struct {
 	pcieMaxGen, pcieMaxWidth               int
 	maxSMClockMHz, maxMemClockMHz          uint32
 	nvlinks                                int
-	gpmSupported                           bool
+	// nvlink5: the links count errors with NVLink5's counters (Blackwell and later).
+	nvlink5      bool
+	gpmSupported bool
 }
 
 // discoverDevices enumerates the GPUs and reads their identity. Devices that cannot be
@@ -101,6 +112,7 @@ func (s *gpuScraper) discoverDevices() {
 	if ret != nvml.SUCCESS {
 		driver = ""
 	}
+	s.learnDriver(driver)
 	nvmlVersion := ""
 	if s.cfg.ResourceAttributes.NvidiaNvmlVersion.Enabled {
 		if v, ret := lib.SystemGetNVMLVersion(); ret == nvml.SUCCESS {
@@ -165,7 +177,7 @@ func (s *gpuScraper) identify(lib nvml.Interface, i int, driver, nvmlVersion str
 	d.inventory.nvmlVersion = nvmlVersion
 	d.resource = identityBuilder(s.mb, s.hostName, d).Emit()
 	d.static = s.readStaticFacts(h)
-	d.fieldRequest = newFieldRequest(&s.cfg.Metrics, d.static.nvlinks)
+	d.fieldRequest = newFieldRequest(&s.cfg.Metrics, d.static.nvlinks, d.static.nvlink5)
 	d.fieldValues = newFieldValues(d.fieldRequest, d.static.nvlinks)
 	return d, nil
 }
@@ -293,11 +305,22 @@ func (s *gpuScraper) readStaticFacts(h nvml.Device) staticFacts {
 				st.nvlinks = int(n)
 			}
 		}
+		st.nvlink5 = st.nvlinks > 0 && hasNVLink5Counters(h)
 	}
 	if s.gpmUsable() {
 		st.gpmSupported = s.gpm.Supported(h)
 	}
 	return st
+}
+
+// hasNVLink5Counters tells NVLink5 (Blackwell) from earlier generations once: its first
+// link answers the data-link CRC counter NOT_SUPPORTED and the symbol-error counter.
+func hasNVLink5Counters(h nvml.Device) bool {
+	probe := []nvml.FieldValue{{FieldId: nvml.FI_DEV_NVLINK_ERROR_DL_CRC}, {FieldId: nvml.FI_DEV_NVLINK_COUNT_SYMBOL_ERRORS}}
+	if h.GetFieldValues(probe) != nvml.SUCCESS {
+		return false
+	}
+	return nvml.Return(probe[0].NvmlReturn) == nvml.ERROR_NOT_SUPPORTED && nvml.Return(probe[1].NvmlReturn) == nvml.SUCCESS
 }
 
 // included applies the include_devices filter (index or UUID).

@@ -33,6 +33,14 @@ func openLibrary(cfg *Config, now func() time.Time) (nvml.Interface, error) {
 		}
 		return nvml.New(opts...), nil
 	case BackendSimulated:
+		inHost, err := pidNamespaceOf(cfg)()
+		if err != nil {
+			return nil, fmt.Errorf("simulated.pid_namespace is auto: %w", err)
+		}
+		ns := gpusim.PIDNamespaceContainer
+		if inHost {
+			ns = gpusim.PIDNamespaceHost
+		}
 		return gpusim.New(gpusim.Options{
 			System:   cfg.Simulated.System,
 			Scenario: cfg.Simulated.Scenario,
@@ -40,6 +48,9 @@ func openLibrary(cfg *Config, now func() time.Time) (nvml.Interface, error) {
 			Now:      now,
 
 			NVMLMissingFor: cfg.Simulated.NVMLMissingFor,
+			Driver:         cfg.Simulated.DriverVersion,
+			PIDNamespace:   ns,
+			NoMIGMonitor:   !cfg.Simulated.MIGMonitor,
 		})
 	}
 	return nil, fmt.Errorf("unknown backend %q", cfg.Backend)
@@ -71,7 +82,7 @@ func createDefaultConfig() component.Config {
 		NVML: NVMLConfig{
 			InitRetry: InitRetryConfig{InitialInterval: 5 * time.Second, MaxInterval: 5 * time.Minute},
 		},
-		Simulated: SimulatedConfig{System: "dgxh100", Scenario: "steady-training", Seed: 1},
+		Simulated: SimulatedConfig{System: "dgxh100", Scenario: "steady-training", Seed: 1, PIDNamespace: pidNamespaceAuto, MIGMonitor: true},
 		Profiling: ProfilingConfig{Activities: slices.Clone(defaultActivities)},
 		Processes: ProcessesConfig{Engines: slices.Clone(defaultProcessEngines)},
 		// Sub-10 s collection intervals send what changes fast at full rate and the steady

@@ -55,17 +55,29 @@ func clockEventDurationOn(m *metadata.MetricsConfig) bool {
 }
 
 // linkFields are read once per NVLink link (scope = link number); summing them per GPU,
-// where the link attribute is off, is left to the metrics builder.
+// where the link attribute is off, is left to the metrics builder. The error counters
+// differ by NVLink generation: nvml.h says the data-link ones are "unsupported for
+// Blackwell+", whose NVLink5 counters (from R560) replace them.
 var linkFields = []struct {
 	id     uint32
-	needed func(m *metadata.MetricsConfig) bool
+	needed func(m *metadata.MetricsConfig, nvlink5 bool) bool
 }{
-	{nvml.FI_DEV_NVLINK_THROUGHPUT_DATA_TX, func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuNvlinkIo.Enabled }},
-	{nvml.FI_DEV_NVLINK_THROUGHPUT_DATA_RX, func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuNvlinkIo.Enabled }},
-	{nvml.FI_DEV_NVLINK_ERROR_DL_CRC, func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuNvlinkErrors.Enabled }},
-	{nvml.FI_DEV_NVLINK_ERROR_DL_REPLAY, func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuNvlinkErrors.Enabled }},
-	{nvml.FI_DEV_NVLINK_ERROR_DL_RECOVERY, func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuNvlinkErrors.Enabled }},
-	{nvml.FI_DEV_NVLINK_GET_STATE, func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuNvlinkState.Enabled }},
+	{nvml.FI_DEV_NVLINK_THROUGHPUT_DATA_TX, func(m *metadata.MetricsConfig, _ bool) bool { return m.NvidiaGpuNvlinkIo.Enabled }},
+	{nvml.FI_DEV_NVLINK_THROUGHPUT_DATA_RX, func(m *metadata.MetricsConfig, _ bool) bool { return m.NvidiaGpuNvlinkIo.Enabled }},
+	{nvml.FI_DEV_NVLINK_ERROR_DL_CRC, dataLinkErrorsOn},
+	{nvml.FI_DEV_NVLINK_ERROR_DL_REPLAY, dataLinkErrorsOn},
+	{nvml.FI_DEV_NVLINK_ERROR_DL_RECOVERY, dataLinkErrorsOn},
+	{nvml.FI_DEV_NVLINK_COUNT_LINK_RECOVERY_EVENTS, nvlink5ErrorsOn},
+	{nvml.FI_DEV_NVLINK_COUNT_SYMBOL_ERRORS, nvlink5ErrorsOn},
+	{nvml.FI_DEV_NVLINK_GET_STATE, func(m *metadata.MetricsConfig, _ bool) bool { return m.NvidiaGpuNvlinkState.Enabled }},
+}
+
+func dataLinkErrorsOn(m *metadata.MetricsConfig, nvlink5 bool) bool {
+	return m.NvidiaGpuNvlinkErrors.Enabled && !nvlink5
+}
+
+func nvlink5ErrorsOn(m *metadata.MetricsConfig, nvlink5 bool) bool {
+	return m.NvidiaGpuNvlinkErrors.Enabled && nvlink5
 }
 
 // fieldValues holds the decoded answers to one GPU's field request, each at its position
@@ -145,9 +157,9 @@ func (f *fieldValues) clear() { clear(f.answered) }
 
 const callGetFieldValues = "nvmlDeviceGetFieldValues"
 
-// newFieldRequest builds a GPU's batch: the device fields plus the per-link ones, for the
-// metrics that are on.
-func newFieldRequest(m *metadata.MetricsConfig, links int) []nvml.FieldValue {
+// newFieldRequest builds a GPU's batch: the device fields plus the per-link ones of its
+// NVLink generation, for the metrics that are on.
+func newFieldRequest(m *metadata.MetricsConfig, links int, nvlink5 bool) []nvml.FieldValue {
 	var req []nvml.FieldValue
 	for _, f := range deviceFields {
 		if f.needed(m) {
@@ -156,7 +168,7 @@ func newFieldRequest(m *metadata.MetricsConfig, links int) []nvml.FieldValue {
 	}
 	for l := 0; l < links; l++ {
 		for _, f := range linkFields {
-			if f.needed(m) {
+			if f.needed(m, nvlink5) {
 				req = append(req, nvml.FieldValue{FieldId: f.id, ScopeId: uint32(l)})
 			}
 		}

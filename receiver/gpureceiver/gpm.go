@@ -64,8 +64,8 @@ const (
 	callGpmSampleGet = "nvmlGpmSampleGet"
 )
 
-// gpmNoMIG is the gpuInstance argument for a whole GPU.
-const gpmNoMIG = -1
+// gpmWholeGPU is the MIG device argument of Read for a whole GPU.
+const gpmWholeGPU = ""
 
 // gpmValues is what GPM measured over one interval; a metric the GPU did not answer is
 // absent from the maps.
@@ -99,8 +99,9 @@ type gpmRequest struct {
 }
 
 // newGPMRequest asks for what the enabled metrics need: the selected activities, the
-// graphics activity and video engines where hw.gpu.utilization is on, and the
-// bandwidths where nvidia.gpu.profiling.bandwidth is on (whole GPUs only).
+// graphics activity and video engines where hw.gpu.utilization is on, the bandwidths
+// where nvidia.gpu.profiling.bandwidth is on, and the PCIe ones where hw.gpu.io is (whole
+// GPUs only).
 func newGPMRequest(m *metadata.MetricsConfig, activities []string) gpmRequest {
 	var req gpmRequest
 	selected := map[string]bool{}
@@ -123,6 +124,9 @@ func newGPMRequest(m *metadata.MetricsConfig, activities []string) gpmRequest {
 		for _, b := range gpmBandwidth {
 			req.gpu = append(req.gpu, b.id)
 		}
+	} else if m.HwGpuIo.Enabled {
+		// hw.gpu.io's fallback where the driver has no PCIe byte counters (before R555).
+		req.gpu = append(req.gpu, nvml.GPM_METRIC_PCIE_TX_PER_SEC, nvml.GPM_METRIC_PCIE_RX_PER_SEC)
 	}
 	return req
 }
@@ -135,9 +139,13 @@ type nvmlGPM struct {
 	samples map[gpmTarget]*gpmPair
 }
 
+// gpmTarget is a whole GPU (migUUID empty) or one MIG device of it: each compute
+// instance is sampled on its own MIG handle (nvmlGpmSampleGet takes MIG device handles),
+// so that compute instances sharing a GPU instance each get their own interval instead of
+// sampling the GPU instance several times microseconds apart.
 type gpmTarget struct {
-	dev         nvml.Device
-	gpuInstance int
+	gpu     nvml.Device
+	migUUID string
 }
 
 type gpmPair struct {
@@ -161,18 +169,18 @@ func (g *nvmlGPM) Supported(dev nvml.Device) bool {
 	return ret == nvml.SUCCESS && s.IsSupportedDevice != 0
 }
 
-// Read takes a sample of the GPU (or of one of its MIG GPU instances) and returns the
-// values over the interval since the previous sample of the same target; ok is false on
-// the first sample.
-func (g *nvmlGPM) Read(dev nvml.Device, gpuInstance int) (gpmValues, bool, nvml.Return) {
+// Read takes a sample of the GPU, or of one of its MIG devices (migUUID, sampled on
+// handle), and returns the values over the interval since the previous sample of the same
+// target; ok is false on the first sample.
+func (g *nvmlGPM) Read(gpu nvml.Device, migUUID string, handle nvml.Device) (gpmValues, bool, nvml.Return) {
 	ids := g.req.gpu
-	if gpuInstance != gpmNoMIG {
+	if migUUID != gpmWholeGPU {
 		ids = g.req.mig
 	}
 	if len(ids) == 0 {
 		return gpmValues{}, false, nvml.SUCCESS
 	}
-	key := gpmTarget{dev: dev, gpuInstance: gpuInstance}
+	key := gpmTarget{gpu: gpu, migUUID: migUUID}
 	p := g.samples[key]
 	if p == nil {
 		a, ret := g.lib.GpmSampleAlloc()
@@ -187,13 +195,7 @@ func (g *nvmlGPM) Read(dev nvml.Device, gpuInstance int) (gpmValues, bool, nvml.
 		p = &gpmPair{prev: a, cur: b}
 		g.samples[key] = p
 	}
-	var ret nvml.Return
-	if gpuInstance == gpmNoMIG {
-		ret = dev.GpmSampleGet(p.cur)
-	} else {
-		ret = dev.GpmMigSampleGet(gpuInstance, p.cur)
-	}
-	if ret != nvml.SUCCESS {
+	if ret := handle.GpmSampleGet(p.cur); ret != nvml.SUCCESS {
 		return gpmValues{}, false, ret
 	}
 	if !p.primed {
@@ -258,9 +260,9 @@ func mean(xs []float64) (float64, bool) {
 	return sum / float64(len(xs)), true
 }
 
-// ForgetInstance releases the samples kept for one MIG GPU instance (it was destroyed).
-func (g *nvmlGPM) ForgetInstance(dev nvml.Device, gpuInstance int) {
-	key := gpmTarget{dev: dev, gpuInstance: gpuInstance}
+// ForgetInstance releases the samples kept for one MIG device (it was destroyed).
+func (g *nvmlGPM) ForgetInstance(gpu nvml.Device, migUUID string) {
+	key := gpmTarget{gpu: gpu, migUUID: migUUID}
 	if p := g.samples[key]; p != nil {
 		p.prev.Free()
 		p.cur.Free()
@@ -282,7 +284,7 @@ func (r *deviceRead) readGPM() {
 	if r.skip(callGpmSampleGet) || !r.dev.static.gpmSupported || !r.gpm.wanted() {
 		return
 	}
-	v, ok, ret := r.gpm.Read(r.dev.handle, gpmNoMIG)
+	v, ok, ret := r.gpm.Read(r.dev.handle, gpmWholeGPU, r.dev.handle)
 	if r.ok(callGpmSampleGet, ret) && ok {
 		r.gpmValues = &v
 	}

@@ -22,6 +22,7 @@ func (r *deviceRead) recordMemory() {
 		mem, ret := r.dev.handle.GetMemoryInfo_v2()
 		if r.ok(callGetMemoryInfoV2, ret) {
 			r.recordFramebuffer(mem.Total, mem.Used, mem.Free)
+			r.memoryReservedApart = true
 			r.mb.RecordNvidiaGpuMemoryReservedDataPoint(r.now, int64(mem.Reserved))
 			return
 		}
@@ -38,6 +39,8 @@ func (r *deviceRead) recordMemory() {
 }
 
 func (r *deviceRead) recordFramebuffer(total, used, free uint64) {
+	r.dev.memoryTotal = total
+	r.memoryUsed, r.memoryRead = used, true
 	if r.sendSteady(steadyKey{metric: gpuschema.MetricHwGpuMemoryLimit}, float64(total)) {
 		r.mb.RecordHwGpuMemoryLimitDataPoint(r.now, int64(total))
 	}

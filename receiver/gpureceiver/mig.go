@@ -1,12 +1,11 @@
 package gpureceiver // import "github.com/otelcol-gpu/otelcol-gpu/receiver/gpureceiver"
 
 import (
-	"fmt"
-	"math"
 	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.uber.org/zap"
 
 	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpureceiver/internal/metadata"
 )
@@ -16,10 +15,10 @@ const (
 	callGetMaxMigDeviceCount  = "nvmlDeviceGetMaxMigDeviceCount"
 	callGetMigDeviceHandle    = "nvmlDeviceGetMigDeviceHandleByIndex"
 	callMigGetUUID            = "nvmlDeviceGetUUID(mig)"
-	callMigGetMemoryInfo      = "nvmlDeviceGetMemoryInfo(mig)"
+	callMigGetMemoryInfo      = "nvmlDeviceGetMemoryInfo_v2(mig)"
 	callMigGetGpuInstanceID   = "nvmlDeviceGetGpuInstanceId(mig)"
 	callMigGetComputeInstance = "nvmlDeviceGetComputeInstanceId(mig)"
-	callGpmMigSampleGet       = "nvmlGpmMigSampleGet"
+	callMigGpmSampleGet       = "nvmlGpmSampleGet(mig)"
 	// migRefresh is how often a MIG-enabled GPU's mode and instances are read again:
 	// instances come and go (mig-parted, DRA) far less often than scrapes. An instance
 	// that stops answering, or a GPU whose device-level utilization stops being supported
@@ -37,15 +36,24 @@ type migState struct {
 	// maxDevices is how many MIG devices the GPU can hold (static), 0 until read.
 	maxDevices int
 	instances  []*migInstance
+	// profiles names the GPU's GPU instances' profiles, by GPU instance id, and
+	// profileInfos are the GPU's profiles by enum (migprofile.go); both are read again
+	// when the mode changes.
+	profiles     map[int]string
+	profileInfos map[int]nvml.GpuInstanceProfileInfo
 }
 
-// migInstance is one MIG instance, as last listed.
+// migInstance is one MIG device - a compute instance of a GPU instance - as last listed.
 type migInstance struct {
 	handle      nvml.Device
 	uuid        string
 	gpuInstance int
 	compute     int
 	profile     string
+	// carriesMemory: the GPU instance's memory is reported once, on its first compute
+	// instance; compute instances share their GPU instance's memory, and reporting it on
+	// each would count it several times over.
+	carriesMemory bool
 }
 
 // describe adds the instance's identity to a resource that starts from its parent GPU's:
@@ -77,11 +85,11 @@ func (r *deviceRead) migHintsWork() bool {
 		r.metrics.HwGpuUtilization.Enabled && !r.dev.static.gpmSupported
 }
 
-// recordMIG emits one resource per MIG instance of a MIG-enabled GPU, with its framebuffer
-// and, where the GPU has GPM, its utilization and activity. The parent keeps its
-// device-level metrics. It returns the instances by GPU instance id, for attributing
-// processes.
-func (r *deviceRead) recordMIG() map[uint32]*migInstance {
+// recordMIG emits one resource per MIG device of a MIG-enabled GPU: its GPU instance's
+// framebuffer (on the first compute instance of each GPU instance) and, where the GPU has
+// GPM, its utilization and activity. The parent keeps its device-level metrics. It returns
+// the instances it reported, for their processes.
+func (r *deviceRead) recordMIG() []*migInstance {
 	if r.gone || r.dev.handle == nil {
 		return nil
 	}
@@ -89,32 +97,40 @@ func (r *deviceRead) recordMIG() map[uint32]*migInstance {
 	if !r.dev.mig.enabled {
 		return nil
 	}
-	out := map[uint32]*migInstance{}
+	var out []*migInstance
 	for _, mi := range r.dev.mig.instances {
 		if r.gone {
 			break
 		}
-		mem, ret := mi.handle.GetMemoryInfo()
-		if ret == nvml.ERROR_NOT_FOUND || ret == nvml.ERROR_INVALID_ARGUMENT {
-			r.dev.mig.recheck = true // destroyed since it was listed
-			continue
+		if mi.carriesMemory {
+			// _v2: the driver's reservation apart from Used, as on the whole GPU (and as
+			// DCGM reports a GPU instance).
+			mem, ret := mi.handle.GetMemoryInfo_v2()
+			if ret == nvml.ERROR_NOT_FOUND || ret == nvml.ERROR_INVALID_ARGUMENT {
+				r.dev.mig.recheck = true // destroyed since it was listed
+				continue
+			}
+			if r.ok(callMigGetMemoryInfo, ret) {
+				r.mb.RecordHwGpuMemoryLimitDataPoint(r.now, int64(mem.Total))
+				r.mb.RecordHwGpuMemoryUsageDataPoint(r.now, int64(mem.Used))
+				r.mb.RecordNvidiaGpuMemoryFreeDataPoint(r.now, int64(mem.Free))
+				if r.metrics.NvidiaGpuMemoryReserved.Enabled {
+					r.mb.RecordNvidiaGpuMemoryReservedDataPoint(r.now, int64(mem.Reserved))
+				}
+			}
 		}
-		if !r.ok(callMigGetMemoryInfo, ret) {
-			continue
-		}
-		out[uint32(mi.gpuInstance)] = mi
-		r.mb.RecordHwGpuMemoryLimitDataPoint(r.now, int64(mem.Total))
-		r.mb.RecordHwGpuMemoryUsageDataPoint(r.now, int64(mem.Used))
-		r.mb.RecordNvidiaGpuMemoryFreeDataPoint(r.now, int64(mem.Free))
-		if r.dev.static.gpmSupported && !r.skip(callGpmMigSampleGet) {
-			v, ok, ret := r.gpm.Read(r.dev.handle, mi.gpuInstance)
-			if r.ok(callGpmMigSampleGet, ret) && ok {
+		if r.dev.static.gpmSupported && !r.skip(callMigGpmSampleGet) {
+			v, ok, ret := r.gpm.Read(r.dev.handle, mi.uuid, mi.handle)
+			if ret == nvml.ERROR_NOT_FOUND || ret == nvml.ERROR_INVALID_ARGUMENT {
+				r.dev.mig.recheck = true
+			} else if r.ok(callMigGpmSampleGet, ret) && ok {
 				if x, has := v.activity[nvml.GPM_METRIC_GRAPHICS_UTIL]; has && r.metrics.HwGpuUtilization.Enabled {
 					r.mb.RecordHwGpuUtilizationDataPoint(r.now, x, metadata.AttributeHwGpuTaskGeneral)
 				}
 				r.recordActivity(v)
 			}
 		}
+		out = append(out, mi)
 		res := r.dev.resources.get(resourceSubject{mig: mi}, func() pcommon.Resource {
 			rb := r.identity()
 			mi.describe(rb, r.dev)
@@ -142,6 +158,7 @@ func (r *deviceRead) refreshMIG() {
 	if enabled != st.enabled {
 		// Device-level calls answer differently in and out of MIG mode: ask them again.
 		clear(r.dev.unsupported)
+		st.profiles, st.profileInfos = nil, nil
 	}
 	st.enabled = enabled
 	var instances []*migInstance
@@ -149,20 +166,20 @@ func (r *deviceRead) refreshMIG() {
 		instances = r.listMIGInstances()
 	}
 	// GPM samples of instances that are gone are released.
-	listed := map[int]bool{}
+	listed := map[string]bool{}
 	for _, mi := range instances {
-		listed[mi.gpuInstance] = true
+		listed[mi.uuid] = true
 	}
 	for _, mi := range st.instances {
-		if !listed[mi.gpuInstance] {
-			r.gpm.ForgetInstance(r.dev.handle, mi.gpuInstance)
+		if !listed[mi.uuid] {
+			r.gpm.ForgetInstance(r.dev.handle, mi.uuid)
 		}
 	}
 	st.instances = instances
 }
 
-// listMIGInstances lists the GPU's MIG instances. An instance already known by its UUID
-// keeps what was read of it.
+// listMIGInstances lists the GPU's MIG devices. A device already known by its UUID keeps
+// what was read of it.
 func (r *deviceRead) listMIGInstances() []*migInstance {
 	st := &r.dev.mig
 	if st.maxDevices == 0 {
@@ -176,7 +193,7 @@ func (r *deviceRead) listMIGInstances() []*migInstance {
 	for _, mi := range st.instances {
 		known[mi.uuid] = mi
 	}
-	var out []*migInstance
+	var out, added []*migInstance
 	for i := 0; i < st.maxDevices && !r.gone; i++ {
 		h, ret := r.dev.handle.GetMigDeviceHandleByIndex(i)
 		if ret == nvml.ERROR_NOT_FOUND || ret == nvml.ERROR_INVALID_ARGUMENT {
@@ -202,22 +219,47 @@ func (r *deviceRead) listMIGInstances() []*migInstance {
 		if !r.ok(callMigGetComputeInstance, ret) {
 			ci = 0
 		}
-		out = append(out, &migInstance{handle: h, uuid: uuid, gpuInstance: gi, compute: ci, profile: r.migProfile(gi)})
+		mi := &migInstance{handle: h, uuid: uuid, gpuInstance: gi, compute: ci}
+		out = append(out, mi)
+		added = append(added, mi)
+	}
+	// GPU instance ids are reused by a new layout: a name is kept only for a GPU instance
+	// whose MIG devices are listed again.
+	st.profiles = map[int]string{}
+	for _, mi := range out {
+		if known[mi.uuid] != nil {
+			st.profiles[mi.gpuInstance] = mi.profile
+		}
+	}
+	for _, mi := range added {
+		mi.profile = r.migProfile(mi.handle, mi.gpuInstance)
+	}
+	// The memory of each GPU instance goes with its lowest compute instance.
+	first := map[int]*migInstance{}
+	for _, mi := range out {
+		if f := first[mi.gpuInstance]; f == nil || mi.compute < f.compute {
+			first[mi.gpuInstance] = mi
+		}
+	}
+	for _, mi := range out {
+		mi.carriesMemory = first[mi.gpuInstance] == mi
 	}
 	return out
 }
 
-// migProfile names a GPU instance's profile ("1g.10gb": slices and memory in GB, rounded
-// up as NVIDIA's names do); it is read once per instance. NVML's own name string is only
-// reachable through a call go-nvml's mocks cannot serve.
-func (r *deviceRead) migProfile(gpuInstance int) string {
-	name := ""
-	if gi, ret := r.dev.handle.GetGpuInstanceById(gpuInstance); ret == nvml.SUCCESS {
-		if info, ret := gi.GetInfo(); ret == nvml.SUCCESS {
-			if p, ret := r.dev.handle.GetGpuInstanceProfileInfo(int(info.ProfileId)); ret == nvml.SUCCESS {
-				name = fmt.Sprintf("%dg.%dgb", p.SliceCount, int(math.Ceil(float64(p.MemorySizeMB)/1024)))
-			}
-		}
+// migProfile names a MIG device's profile once per GPU instance (migprofile.go).
+func (r *deviceRead) migProfile(h nvml.Device, gpuInstance int) string {
+	st := &r.dev.mig
+	if name, ok := st.profiles[gpuInstance]; ok {
+		return name
 	}
+	name := r.nameMIGProfile(h, gpuInstance)
+	if name == "" && !r.dev.warnedProfile {
+		r.dev.warnedProfile = true
+		r.logger.Warn("Cannot name the profile of a MIG instance; its series carry no nvidia.mig.profile. "+
+			"Give the agent NVIDIA's MIG monitor capability (NVIDIA_MIG_MONITOR_DEVICES=all in a container)",
+			zap.Int("gpu", r.dev.index), zap.Int("gpu_instance", gpuInstance))
+	}
+	st.profiles[gpuInstance] = name
 	return name
 }

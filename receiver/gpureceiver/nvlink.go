@@ -11,14 +11,28 @@ import (
 
 const kibibyte = 1024
 
-var nvlinkErrorFields = [...]struct {
+// nvlinkErrorField is one error counter of a link and the error type it reports.
+type nvlinkErrorField struct {
 	field uint32
 	kind  metadata.AttributeNvidiaGpuNvlinkErrorType
-}{
-	{nvml.FI_DEV_NVLINK_ERROR_DL_CRC, metadata.AttributeNvidiaGpuNvlinkErrorTypeCrc},
-	{nvml.FI_DEV_NVLINK_ERROR_DL_REPLAY, metadata.AttributeNvidiaGpuNvlinkErrorTypeReplay},
-	{nvml.FI_DEV_NVLINK_ERROR_DL_RECOVERY, metadata.AttributeNvidiaGpuNvlinkErrorTypeRecovery},
 }
+
+// dataLinkErrorFields are NVLink4 and earlier's; nvlink5ErrorFields Blackwell's, which
+// answers NOT_SUPPORTED to the former.
+var (
+	dataLinkErrorFields = []nvlinkErrorField{
+		{nvml.FI_DEV_NVLINK_ERROR_DL_CRC, metadata.AttributeNvidiaGpuNvlinkErrorTypeCrc},
+		{nvml.FI_DEV_NVLINK_ERROR_DL_REPLAY, metadata.AttributeNvidiaGpuNvlinkErrorTypeReplay},
+		{nvml.FI_DEV_NVLINK_ERROR_DL_RECOVERY, metadata.AttributeNvidiaGpuNvlinkErrorTypeRecovery},
+	}
+	nvlink5ErrorFields = []nvlinkErrorField{
+		{nvml.FI_DEV_NVLINK_COUNT_LINK_RECOVERY_EVENTS, metadata.AttributeNvidiaGpuNvlinkErrorTypeRecovery},
+		{nvml.FI_DEV_NVLINK_COUNT_SYMBOL_ERRORS, metadata.AttributeNvidiaGpuNvlinkErrorTypeSymbol},
+	}
+)
+
+// maxNVLinkErrorFields is the most error counters a link has.
+const maxNVLinkErrorFields = 3
 
 // recordNVLink reports, per link, its state, payload bytes each way (NVML: KiB) and error
 // counters, all from the field batch (the links were counted at discovery). A total over
@@ -42,9 +56,13 @@ func (r *deviceRead) recordNVLink() {
 	stateLinkSeries := slices.Contains(m.NvidiaGpuNvlinkState.EnabledAttributes, metadata.NvidiaGpuNvlinkStateMetricAttributeKeyNvidiaGpuNvlinkLink)
 	errorsLinkSeries := slices.Contains(m.NvidiaGpuNvlinkErrors.EnabledAttributes, metadata.NvidiaGpuNvlinkErrorsMetricAttributeKeyNvidiaGpuNvlinkLink)
 
+	errorFields := dataLinkErrorFields
+	if r.dev.static.nvlink5 {
+		errorFields = nvlink5ErrorFields
+	}
 	var total struct {
 		up, tx, rx linkSum
-		errors     [len(nvlinkErrorFields)]linkSum
+		errors     [maxNVLinkErrorFields]linkSum
 	}
 	for l := 0; l < links; l++ {
 		link := int64(l)
@@ -78,7 +96,7 @@ func (r *deviceRead) recordNVLink() {
 			}
 		}
 		if m.NvidiaGpuNvlinkErrors.Enabled {
-			for i, e := range nvlinkErrorFields {
+			for i, e := range errorFields {
 				if v, ok := r.fields.link(e.field, l); ok {
 					if errorsByLink {
 						if !errorsLinkSeries || r.sendSteady(steadyKey{metric: gpuschema.MetricNvidiaGpuNvlinkErrors, attrs: e.kind.String(), code: link}, v) {
@@ -103,7 +121,7 @@ func (r *deviceRead) recordNVLink() {
 	if total.rx.seen {
 		r.mb.RecordNvidiaGpuNvlinkIoDataPoint(r.now, total.rx.value, 0, metadata.AttributeNetworkIoDirectionReceive)
 	}
-	for i, e := range nvlinkErrorFields {
+	for i, e := range errorFields {
 		if total.errors[i].seen && r.sendSteady(steadyKey{metric: gpuschema.MetricNvidiaGpuNvlinkErrors, attrs: e.kind.String(), code: -1}, float64(total.errors[i].value)) {
 			r.mb.RecordNvidiaGpuNvlinkErrorsDataPoint(r.now, total.errors[i].value, 0, e.kind)
 		}

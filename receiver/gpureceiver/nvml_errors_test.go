@@ -12,7 +12,7 @@ import (
 	"github.com/otelcol-gpu/otelcol-gpu/internal/gpusim"
 )
 
-// failingLib answers nvmlDeviceGetTemperature of GPU 0 with a fixed code (and counts how
+// failingLib answers nvmlDeviceGetTemperatureV of GPU 0 with a fixed code (and counts how
 // often it is asked), the rest as the simulator does.
 type failingLib struct {
 	*gpusim.Simulator
@@ -33,12 +33,14 @@ type failingDevice struct {
 	lib *failingLib
 }
 
-func (d *failingDevice) GetTemperature(s nvml.TemperatureSensors) (uint32, nvml.Return) {
+// TemperatureV1 is how the simulator answers nvmlDeviceGetTemperatureV, which an R580
+// driver has.
+func (d *failingDevice) TemperatureV1(s nvml.TemperatureSensors) (nvml.Temperature, nvml.Return) {
 	d.lib.asked++
 	if d.lib.temperature != nvml.SUCCESS {
-		return 0, d.lib.temperature
+		return nvml.Temperature{}, d.lib.temperature
 	}
-	return d.Device.GetTemperature(s)
+	return d.Device.(*gpusim.Device).TemperatureV1(s)
 }
 
 // TestUnexpectedNVMLErrorsAreCountedAndLoggedOnce: a call that keeps failing is counted
@@ -56,7 +58,7 @@ func TestUnexpectedNVMLErrorsAreCountedAndLoggedOnce(t *testing.T) {
 		gpu0 = s.devices[0].uuid
 		rm := gpuResources(md)[gpu0]
 		assert.Equal(t, float64(collection), pointValue(t, rm, "nvidia.nvml.errors",
-			map[string]string{"nvidia.nvml.call": callGetTemperature, "nvidia.nvml.error": "ERROR_UNKNOWN"}))
+			map[string]string{"nvidia.nvml.call": callGetTemperatureV, "nvidia.nvml.error": "ERROR_UNKNOWN"}))
 		_, ok := findMetric(gpuResources(md)[s.devices[1].uuid], "nvidia.nvml.errors")
 		assert.False(t, ok, "a GPU without failures reports none")
 		// The rest of GPU 0 is read as usual.
@@ -66,7 +68,7 @@ func TestUnexpectedNVMLErrorsAreCountedAndLoggedOnce(t *testing.T) {
 	failures := logs.FilterMessageSnippet("NVML call failed")
 	require.Equal(t, 1, failures.Len(), "one log line for five failures")
 	fields := failures.All()[0].ContextMap()
-	assert.Equal(t, callGetTemperature, fields["call"])
+	assert.Equal(t, callGetTemperatureV, fields["call"])
 	assert.Equal(t, "ERROR_UNKNOWN", fields["nvml_error"])
 	assert.Equal(t, gpu0, fields["uuid"])
 
@@ -91,7 +93,7 @@ func TestNoPermissionIsReportedNotSilent(t *testing.T) {
 		require.NoError(t, err)
 		rm := gpuResources(md)[s.devices[0].uuid]
 		assert.Equal(t, 1.0, pointValue(t, rm, "nvidia.nvml.errors",
-			map[string]string{"nvidia.nvml.call": callGetTemperature, "nvidia.nvml.error": "ERROR_NO_PERMISSION"}))
+			map[string]string{"nvidia.nvml.call": callGetTemperatureV, "nvidia.nvml.error": "ERROR_NO_PERMISSION"}))
 		_, hasGPUTemperature := pointValueOK(rm, "hw.temperature", map[string]string{"hw.sensor_location": "gpu"})
 		assert.False(t, hasGPUTemperature, "absent, not zero")
 	}

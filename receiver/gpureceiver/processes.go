@@ -5,6 +5,7 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.uber.org/zap"
 
 	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpureceiver/internal/metadata"
 )
@@ -16,8 +17,6 @@ const (
 	// notAvailable is what NVML puts in UsedGpuMemory when it cannot tell (e.g. without
 	// permission on Windows-style drivers).
 	notAvailable = ^uint64(0)
-	// noInstance is what NVML puts in the MIG instance ids of a process outside MIG.
-	noInstance = 0xFFFFFFFF
 )
 
 // gpuProcess is one process seen on a GPU in this scrape.
@@ -26,8 +25,8 @@ type gpuProcess struct {
 	memory   uint64
 	hasMem   bool
 	graphics bool
-	// gpuInstance is the MIG GPU instance the process runs in, noInstance outside MIG.
-	gpuInstance uint32
+	// mig is the MIG device the process runs on, nil outside MIG.
+	mig *migInstance
 }
 
 // processUtil is one process's average engine utilization (percent) over the interval.
@@ -36,97 +35,202 @@ type processUtil struct {
 	n                 int
 }
 
-// readProcesses lists the compute and graphics processes of a GPU. A process using both
-// appears in both lists; it is reported once, as compute.
-func (r *deviceRead) readProcesses() []gpuProcess {
-	var out []gpuProcess
+// hiddenProcessesMemory is how much of a GPU's framebuffer (the driver's reservation
+// excluded) must be in use for "NVML lists no process" to mean processes are hidden from
+// the agent rather than that none runs: a CUDA context alone takes a few hundred MiB.
+const hiddenProcessesMemory = 256 << 20
+
+// processesWanted reports whether this collection reads the GPU's processes.
+func (r *deviceRead) processesWanted() bool {
+	m := r.metrics
+	return !r.gone && r.dev.handle != nil && !r.processListUnsafe &&
+		(m.NvidiaGpuProcessMemoryUsage.Enabled || m.NvidiaGpuProcessUtilization.Enabled || m.NvidiaGpuProcessesHidden.Enabled)
+}
+
+// listProcesses reads the processes of a GPU outside MIG mode, before the GPU's own
+// resource is emitted, so that nvidia.gpu.processes.hidden goes with it. Under MIG the
+// instances are listed one by one (recordProcesses).
+func (r *deviceRead) listProcesses() {
+	if !r.processesWanted() {
+		return
+	}
+	r.refreshMIG()
+	if r.dev.mig.enabled {
+		return
+	}
+	r.procs, r.procsListed = r.readProcesses(r.dev.handle, nil)
+	r.recordHiddenProcesses()
+}
+
+// recordHiddenProcesses says so when NVML lists no process on a GPU whose memory is in use:
+// the agent cannot see the processes, which must not read as an idle GPU.
+func (r *deviceRead) recordHiddenProcesses() {
+	hidden := r.procsListed && len(r.procs) == 0 && r.memoryRead && r.memoryReservedApart && r.memoryUsed > hiddenProcessesMemory
+	if hidden && r.metrics.NvidiaGpuProcessesHidden.Enabled {
+		r.mb.RecordNvidiaGpuProcessesHiddenDataPoint(r.now, 1)
+	}
+	if hidden && !r.dev.processesHidden {
+		r.logger.Warn("NVML lists no process on this GPU while its memory is in use: per-process and per-pod values of it are missing (nvidia.gpu.processes.hidden)",
+			zap.Int("gpu", r.dev.index), zap.String("uuid", r.dev.uuid), zap.Uint64("memory_used_bytes", r.memoryUsed),
+			zap.String("likely_cause", r.hiddenProcessesCause))
+	}
+	if r.procsListed && r.memoryRead {
+		r.dev.processesHidden = hidden
+	}
+}
+
+// readProcesses lists the compute and graphics processes of a GPU or of one MIG device
+// (mi). A process using both appears in both lists; it is reported once, as compute.
+// listed is whether any list call answered.
+func (r *deviceRead) readProcesses(h nvml.Device, mi *migInstance) (out []gpuProcess, listed bool) {
 	seen := map[uint32]bool{}
 	for _, q := range []struct {
 		call     string
 		graphics bool
 		list     func() ([]nvml.ProcessInfo, nvml.Return)
 	}{
-		{callGetComputeProcesses, false, r.dev.handle.GetComputeRunningProcesses},
-		{callGetGraphicsProcesses, true, r.dev.handle.GetGraphicsRunningProcesses},
+		{callGetComputeProcesses, false, h.GetComputeRunningProcesses},
+		{callGetGraphicsProcesses, true, h.GetGraphicsRunningProcesses},
 	} {
-		// MIG supports no graphics: a MIG-enabled GPU has no graphics processes to list.
-		if r.skip(q.call) || q.graphics && r.dev.mig.enabled {
+		// MIG supports no graphics: a MIG device has no graphics processes to list.
+		if r.skip(q.call) || q.graphics && mi != nil {
 			continue
 		}
 		infos, ret := q.list()
+		if mi != nil && (ret == nvml.ERROR_NOT_FOUND || ret == nvml.ERROR_INVALID_ARGUMENT) {
+			r.dev.mig.recheck = true // the MIG device was destroyed since it was listed
+			continue
+		}
 		if !r.ok(q.call, ret) {
 			continue
 		}
+		listed = true
 		for _, p := range infos {
-			// go-nvml#75: some drivers return shuffled entries; a PID of 0 is one of them.
 			if p.Pid == 0 || seen[p.Pid] {
 				continue
 			}
 			seen[p.Pid] = true
 			out = append(out, gpuProcess{
-				pid:         p.Pid,
-				memory:      p.UsedGpuMemory,
-				hasMem:      p.UsedGpuMemory != notAvailable,
-				graphics:    q.graphics,
-				gpuInstance: p.GpuInstanceId,
+				pid:      p.Pid,
+				memory:   p.UsedGpuMemory,
+				hasMem:   p.UsedGpuMemory != notAvailable,
+				graphics: q.graphics,
+				mig:      mi,
 			})
 		}
+	}
+	return out, listed
+}
+
+// callGetMIGParentProcesses is the whole GPU's process list in MIG mode, which needs the
+// MIG monitor capability; without it each MIG device is asked on its own handle.
+const callGetMIGParentProcesses = "nvmlDeviceGetComputeRunningProcesses(mig parent)"
+
+// readMIGProcesses lists the processes of a MIG-enabled GPU's instances: in one call on
+// the GPU where the agent may (each process names its GPU and compute instance), else one
+// call per MIG device.
+func (r *deviceRead) readMIGProcesses(migs []*migInstance) []gpuProcess {
+	if !r.skip(callGetMIGParentProcesses) {
+		infos, ret := r.dev.handle.GetComputeRunningProcesses()
+		if r.ok(callGetMIGParentProcesses, ret) {
+			byInstance := make(map[[2]uint32]*migInstance, len(migs))
+			for _, mi := range migs {
+				byInstance[[2]uint32{uint32(mi.gpuInstance), uint32(mi.compute)}] = mi
+			}
+			var out []gpuProcess
+			for _, p := range infos {
+				mi := byInstance[[2]uint32{p.GpuInstanceId, p.ComputeInstanceId}]
+				if p.Pid == 0 || mi == nil {
+					continue // an instance created since the listing: next time
+				}
+				out = append(out, gpuProcess{pid: p.Pid, memory: p.UsedGpuMemory, hasMem: p.UsedGpuMemory != notAvailable, mig: mi})
+			}
+			return out
+		}
+	}
+	var out []gpuProcess
+	for _, mi := range migs {
+		found, _ := r.readProcesses(mi.handle, mi)
+		out = append(out, found...)
 	}
 	return out
 }
 
 // readProcessUtilization averages the per-process samples taken since the last scrape
 // (nvmlDeviceGetProcessUtilization; the newer GetProcessesUtilizationInfo is broken in
-// go-nvml). NOT_FOUND means no process ran in the interval.
-func (r *deviceRead) readProcessUtilization() map[uint32]*processUtil {
+// go-nvml), as real drivers return them: a sample no newer than the last one seen, a
+// share above 100 %, or a PID that is not in the process list (an exited process still
+// in the driver's buffer; another PID namespace's process, whose samples are not
+// filtered) is dropped (as nvtop does). A listed process with no sample was idle: NVML
+// keeps samples only of processes that did something. answered is false when the call
+// failed, and nothing can be said then.
+func (r *deviceRead) readProcessUtilization(procs []gpuProcess) (utils map[uint32]*processUtil, answered bool) {
 	if r.skip(callGetProcessUtil) || !r.metrics.NvidiaGpuProcessUtilization.Enabled {
-		return nil
+		return nil, false
 	}
 	samples, ret := r.dev.handle.GetProcessUtilization(r.dev.lastProcessTS)
-	if !r.ok(callGetProcessUtil, ret) {
-		return nil
+	if ret == nvml.ERROR_NOT_FOUND {
+		return nil, true // no process was active in the interval
 	}
-	out := map[uint32]*processUtil{}
+	if !r.ok(callGetProcessUtil, ret) {
+		return nil, false
+	}
+	listed := make(map[uint32]bool, len(procs))
+	for _, p := range procs {
+		listed[p.pid] = true
+	}
+	utils = map[uint32]*processUtil{}
+	newest := r.dev.lastProcessTS
 	for _, smp := range samples {
-		u := out[smp.Pid]
+		if smp.TimeStamp <= r.dev.lastProcessTS {
+			continue
+		}
+		newest = max(newest, smp.TimeStamp)
+		if !listed[smp.Pid] || smp.SmUtil > 100 || smp.MemUtil > 100 || smp.EncUtil > 100 || smp.DecUtil > 100 {
+			continue
+		}
+		u := utils[smp.Pid]
 		if u == nil {
 			u = &processUtil{}
-			out[smp.Pid] = u
+			utils[smp.Pid] = u
 		}
 		u.sm += float64(smp.SmUtil)
 		u.mem += float64(smp.MemUtil)
 		u.enc += float64(smp.EncUtil)
 		u.dec += float64(smp.DecUtil)
 		u.n++
-		r.dev.lastProcessTS = max(r.dev.lastProcessTS, smp.TimeStamp)
 	}
-	return out
+	r.dev.lastProcessTS = newest
+	return utils, true
 }
 
 // recordProcesses emits one resource per process on the GPU: the GPU's identity (or its
-// MIG instance's) plus the process's, so that shared GPUs can be told apart per process
-// and, downstream, per pod.
-func (r *deviceRead) recordProcesses(migs map[uint32]*migInstance) {
+// MIG device's) plus the process's, so that shared GPUs can be told apart per process
+// and, downstream, per pod. Under MIG each MIG device's processes are listed on its own
+// handle, which needs no privilege (the whole GPU's list does).
+func (r *deviceRead) recordProcesses(migs []*migInstance) {
+	if !r.processesWanted() {
+		return
+	}
 	m := r.metrics
-	if r.gone || r.dev.handle == nil || (!m.NvidiaGpuProcessMemoryUsage.Enabled && !m.NvidiaGpuProcessUtilization.Enabled) {
+	procs := r.procs
+	if r.dev.mig.enabled {
+		procs = r.readMIGProcesses(migs)
+	}
+	if len(procs) == 0 || !m.NvidiaGpuProcessMemoryUsage.Enabled && !m.NvidiaGpuProcessUtilization.Enabled {
 		return
 	}
-	procs := r.readProcesses()
-	if len(procs) == 0 {
-		return
-	}
-	utils := r.readProcessUtilization()
+	utils, answered := r.readProcessUtilization(procs)
 	for _, p := range procs {
-		if p.hasMem {
+		if p.hasMem && m.NvidiaGpuProcessMemoryUsage.Enabled {
 			r.mb.RecordNvidiaGpuProcessMemoryUsageDataPoint(r.now, int64(p.memory))
 		}
-		if u := utils[p.pid]; u != nil && u.n > 0 {
+		if u := utils[p.pid]; u != nil {
 			r.recordProcessUtilization(u)
+		} else if answered {
+			r.recordProcessUtilization(&processUtil{n: 1})
 		}
-		subject := resourceSubject{process: true, pid: p.pid, name: r.procNames.lookup(r.lib, p.pid), graphics: p.graphics}
-		if mi := migs[p.gpuInstance]; p.gpuInstance != noInstance && mi != nil {
-			subject.mig = mi
-		}
+		subject := resourceSubject{process: true, pid: p.pid, name: r.procNames.lookup(r.lib, p.pid), graphics: p.graphics, mig: p.mig}
 		res := r.dev.resources.get(subject, func() pcommon.Resource {
 			rb := r.identity()
 			if subject.mig != nil {

@@ -3,6 +3,7 @@ package gpureceiver
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/otelcol-gpu/otelcol-gpu/internal/gpusim"
+	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpureceiver/internal/nvmlclient"
 )
 
 // oneGPU is a hand-driven single-GPU library: unset device functions answer NOT_SUPPORTED
@@ -29,7 +31,13 @@ func oneGPU() (*mock.Interface, *mock.Device) {
 		DeviceGetHandleByIndexFunc: func(int) (nvml.Device, nvml.Return) { return dev, nvml.SUCCESS },
 		SystemGetDriverVersionFunc: func() (string, nvml.Return) { return "535.161.08", nvml.SUCCESS },
 		ExtensionsFunc: func() nvml.ExtendedInterface {
-			return &mock.ExtendedInterface{LookupSymbolFunc: func(string) error { return nil }}
+			// Every symbol of an R535 driver; nvmlDeviceGetTemperatureV came with R570.
+			return &mock.ExtendedInterface{LookupSymbolFunc: func(symbol string) error {
+				if symbol == nvmlclient.SymbolGetTemperatureV {
+					return errors.New("undefined symbol: " + symbol)
+				}
+				return nil
+			}}
 		},
 	}
 	gpusim.FillNotSupported(lib)

@@ -45,6 +45,11 @@ type gpuScraper struct {
 	// xidWait is how long the XID watcher blocks inside NVML per wait, and so how long
 	// shutdown may wait for it (defaultXIDWait).
 	xidWait time.Duration
+	// inHostPIDNamespace tells whether the agent runs in the host's PID namespace (it
+	// decides what the driver lists; driver_facts.go).
+	inHostPIDNamespace func() (bool, error)
+	// driverFacts is what the driver release means for reading it (driver_facts.go).
+	driverFacts driverFacts
 }
 
 func newGPUScraper(cfg *Config, set receiver.Settings, lib nvml.Interface, now func() time.Time) *gpuScraper {
@@ -63,6 +68,8 @@ func newGPUScraper(cfg *Config, set receiver.Settings, lib nvml.Interface, now f
 		procNames:      newProcessNames(),
 		steady:         newSteadyPolicy(cfg),
 		xidWait:        defaultXIDWait,
+
+		inHostPIDNamespace: pidNamespaceOf(cfg),
 	}
 }
 
@@ -142,7 +149,9 @@ func (s *gpuScraper) readDeps() readDeps {
 		procNames:      s.procNames,
 		steady:         s.steady,
 
-		migModeAttribute: s.cfg.ResourceAttributes.NvidiaGpuMigEnabled.Enabled,
+		migModeAttribute:     s.cfg.ResourceAttributes.NvidiaGpuMigEnabled.Enabled,
+		processListUnsafe:    s.driverFacts.processListUnsafe,
+		hiddenProcessesCause: s.driverFacts.hiddenProcessesCause,
 	}
 }
 

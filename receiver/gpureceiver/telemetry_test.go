@@ -274,10 +274,11 @@ func TestProfilingOnHopperNotOnAmpere(t *testing.T) {
 }
 
 // A process reports its SM share by default (processes.engines); the other engines are
-// opt-in. NVML's per-process samples carry an encoder share even where the GPU has no
-// NVENC (A100, H100, H200, B200): a process's engine is reported where the GPU's own
-// hw.gpu.utilization for it is, or where the receiver did not read the GPU's engines
-// (hw.gpu.utilization off).
+// opt-in. A process's engine is reported where the GPU's own hw.gpu.utilization for it
+// is, or where the receiver did not read the GPU's engines (hw.gpu.utilization off). GPUs
+// without NVENC (A100, H100, H200, B200) answer 0 % for their encoder, as `nvidia-smi -q`
+// shows ("Encoder : 0 %") and dcgm-exporter's DCGM_FI_DEV_ENC_UTIL carries: the series is
+// there, at 0.
 func TestProcessEngines(t *testing.T) {
 	engines := func(cfg *Config) (gpu, process []string) {
 		s, _, res := scrapeWith(t, cfg, "dgxh100", "shared-gpu", 30*time.Second)
@@ -304,8 +305,8 @@ func TestProcessEngines(t *testing.T) {
 	all := testConfig()
 	all.Processes.Engines = []string{"sm", "memory", "encoder", "decoder"}
 	gpu, process := engines(all)
-	assert.ElementsMatch(t, []string{"general", "decoder"}, gpu, "an H100 has NVDEC, no NVENC")
-	assert.ElementsMatch(t, []string{"sm", "memory", "decoder"}, process)
+	assert.ElementsMatch(t, []string{"general", "encoder", "decoder"}, gpu, "an H100's encoder reads 0 %")
+	assert.ElementsMatch(t, []string{"sm", "memory", "encoder", "decoder"}, process)
 
 	all.Metrics.HwGpuUtilization.Enabled = false
 	gpu, process = engines(all)

@@ -5,10 +5,12 @@ import (
 
 	"github.com/otelcol-gpu/otelcol-gpu/internal/gpuschema"
 	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpureceiver/internal/metadata"
+	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpureceiver/internal/nvmlclient"
 )
 
 const (
-	callGetTemperature      = "nvmlDeviceGetTemperature"
+	callGetTemperature      = nvmlclient.SymbolGetTemperature
+	callGetTemperatureV     = nvmlclient.SymbolGetTemperatureV
 	callGetFanSpeed         = "nvmlDeviceGetFanSpeed"
 	callGetPerformanceState = "nvmlDeviceGetPerformanceState"
 )
@@ -31,10 +33,23 @@ var temperatureLimits = []struct {
 func (r *deviceRead) recordTemperature() {
 	m := r.metrics
 	if m.HwTemperature.Enabled {
-		if !r.skip(callGetTemperature) {
-			t, ret := r.dev.handle.GetTemperature(nvml.TEMPERATURE_GPU)
-			if r.ok(callGetTemperature, ret) {
-				r.mb.RecordHwTemperatureDataPoint(r.now, float64(t), metadata.AttributeHwSensorLocationGpu)
+		// The supported call where the driver has it (R570 and later), the deprecated one
+		// before; a driver with neither is not asked (DESIGN §4: a missing symbol is not
+		// called).
+		switch {
+		case r.symbols.HasSymbol(callGetTemperatureV):
+			if !r.skip(callGetTemperatureV) {
+				t, ret := nvmlclient.TemperatureV(r.dev.handle)
+				if r.ok(callGetTemperatureV, ret) {
+					r.mb.RecordHwTemperatureDataPoint(r.now, float64(t), metadata.AttributeHwSensorLocationGpu)
+				}
+			}
+		case r.symbols.HasSymbol(callGetTemperature):
+			if !r.skip(callGetTemperature) {
+				t, ret := r.dev.handle.GetTemperature(nvml.TEMPERATURE_GPU)
+				if r.ok(callGetTemperature, ret) {
+					r.mb.RecordHwTemperatureDataPoint(r.now, float64(t), metadata.AttributeHwSensorLocationGpu)
+				}
 			}
 		}
 		if t, ok := r.fields.get(nvml.FI_DEV_MEMORY_TEMP); ok && !r.gone {

@@ -400,6 +400,7 @@ const (
 	AttributeNvidiaGpuNvlinkErrorTypeCrc
 	AttributeNvidiaGpuNvlinkErrorTypeReplay
 	AttributeNvidiaGpuNvlinkErrorTypeRecovery
+	AttributeNvidiaGpuNvlinkErrorTypeSymbol
 )
 
 // String returns the string representation of the AttributeNvidiaGpuNvlinkErrorType.
@@ -411,6 +412,8 @@ func (av AttributeNvidiaGpuNvlinkErrorType) String() string {
 		return "replay"
 	case AttributeNvidiaGpuNvlinkErrorTypeRecovery:
 		return "recovery"
+	case AttributeNvidiaGpuNvlinkErrorTypeSymbol:
+		return "symbol"
 	}
 	return ""
 }
@@ -420,6 +423,7 @@ var MapAttributeNvidiaGpuNvlinkErrorType = map[string]AttributeNvidiaGpuNvlinkEr
 	"crc":      AttributeNvidiaGpuNvlinkErrorTypeCrc,
 	"replay":   AttributeNvidiaGpuNvlinkErrorTypeReplay,
 	"recovery": AttributeNvidiaGpuNvlinkErrorTypeRecovery,
+	"symbol":   AttributeNvidiaGpuNvlinkErrorTypeSymbol,
 }
 
 // AttributeNvidiaGpuPowerLimitType specifies the value nvidia.gpu.power.limit_type attribute.
@@ -2241,7 +2245,7 @@ type metricNvidiaGpuNvlinkErrors struct {
 // init fills nvidia.gpu.nvlink.errors metric with initial data.
 func (m *metricNvidiaGpuNvlinkErrors) init() {
 	m.data.SetName("nvidia.gpu.nvlink.errors")
-	m.data.SetDescription("NVLink data-link error counters, per GPU (summed over links and error types) unless the nvidia.gpu.nvlink.link and nvidia.gpu.nvlink.error.type attributes are enabled.")
+	m.data.SetDescription("NVLink error counters, per GPU (summed over links and error types) unless the nvidia.gpu.nvlink.link and nvidia.gpu.nvlink.error.type attributes are enabled. NVLink4 and earlier count CRC, replay and recovery errors (NVML_FI_DEV_NVLINK_ERROR_DL_*); Blackwell, which no longer has those, counts link recovery events and symbol errors (NVML_FI_DEV_NVLINK_COUNT_LINK_RECOVERY_EVENTS, NVML_FI_DEV_NVLINK_COUNT_SYMBOL_ERRORS), so a GPU-level total is comparable within a generation, not across.")
 	m.data.SetUnit("{error}")
 	m.data.SetEmptySum()
 	m.data.Sum().SetIsMonotonic(true)

@@ -870,7 +870,7 @@ func TestMetricsBuilder(t *testing.T) {
 						validatedMetrics["nvidia.gpu.nvlink.errors"] = true
 						assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
 						assert.Equal(t, 1, mi.Sum().DataPoints().Len())
-						assert.Equal(t, "NVLink data-link error counters, per GPU (summed over links and error types) unless the nvidia.gpu.nvlink.link and nvidia.gpu.nvlink.error.type attributes are enabled.", mi.Description())
+						assert.Equal(t, "NVLink error counters, per GPU (summed over links and error types) unless the nvidia.gpu.nvlink.link and nvidia.gpu.nvlink.error.type attributes are enabled. NVLink4 and earlier count CRC, replay and recovery errors (NVML_FI_DEV_NVLINK_ERROR_DL_*); Blackwell, which no longer has those, counts link recovery events and symbol errors (NVML_FI_DEV_NVLINK_COUNT_LINK_RECOVERY_EVENTS, NVML_FI_DEV_NVLINK_COUNT_SYMBOL_ERRORS), so a GPU-level total is comparable within a generation, not across.", mi.Description())
 						assert.Equal(t, "{error}", mi.Unit())
 						assert.True(t, mi.Sum().IsMonotonic())
 						assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
@@ -884,7 +884,7 @@ func TestMetricsBuilder(t *testing.T) {
 						validatedMetrics["nvidia.gpu.nvlink.errors"] = true
 						assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
 						assert.Equal(t, 1, mi.Sum().DataPoints().Len())
-						assert.Equal(t, "NVLink data-link error counters, per GPU (summed over links and error types) unless the nvidia.gpu.nvlink.link and nvidia.gpu.nvlink.error.type attributes are enabled.", mi.Description())
+						assert.Equal(t, "NVLink error counters, per GPU (summed over links and error types) unless the nvidia.gpu.nvlink.link and nvidia.gpu.nvlink.error.type attributes are enabled. NVLink4 and earlier count CRC, replay and recovery errors (NVML_FI_DEV_NVLINK_ERROR_DL_*); Blackwell, which no longer has those, counts link recovery events and symbol errors (NVML_FI_DEV_NVLINK_COUNT_LINK_RECOVERY_EVENTS, NVML_FI_DEV_NVLINK_COUNT_SYMBOL_ERRORS), so a GPU-level total is comparable within a generation, not across.", mi.Description())
 						assert.Equal(t, "{error}", mi.Unit())
 						assert.True(t, mi.Sum().IsMonotonic())
 						assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
