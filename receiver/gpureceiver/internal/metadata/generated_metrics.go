@@ -1101,7 +1101,7 @@ type metricHwGpuUtilization struct {
 // init fills hw.gpu.utilization metric with initial data.
 func (m *metricHwGpuUtilization) init() {
 	m.data.SetName("hw.gpu.utilization")
-	m.data.SetDescription("Fraction of time the engine was busy, averaged over the collection interval - from GPM where the GPU has it (Hopper and newer; MIG instances too), from NVML's sample buffer otherwise. Engines the GPU lacks (NVENC on A100/H100/B200) are absent.")
+	m.data.SetDescription("Fraction of time the engine was busy, averaged over the collection interval - from GPM where the GPU has it (Hopper and newer; MIG instances too), from NVML's sample buffer otherwise. GPUs without NVENC (A100, H100, H200, B200) report their encoder at 0, as NVML answers and nvidia-smi and dcgm-exporter show it.")
 	m.data.SetUnit("1")
 	m.data.SetEmptyGauge()
 	m.data.Gauge().DataPoints().EnsureCapacity(m.capacity)

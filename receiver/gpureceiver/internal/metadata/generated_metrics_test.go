@@ -478,7 +478,7 @@ func TestMetricsBuilder(t *testing.T) {
 					validatedMetrics["hw.gpu.utilization"] = true
 					assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
 					assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
-					assert.Equal(t, "Fraction of time the engine was busy, averaged over the collection interval - from GPM where the GPU has it (Hopper and newer; MIG instances too), from NVML's sample buffer otherwise. Engines the GPU lacks (NVENC on A100/H100/B200) are absent.", mi.Description())
+					assert.Equal(t, "Fraction of time the engine was busy, averaged over the collection interval - from GPM where the GPU has it (Hopper and newer; MIG instances too), from NVML's sample buffer otherwise. GPUs without NVENC (A100, H100, H200, B200) report their encoder at 0, as NVML answers and nvidia-smi and dcgm-exporter show it.", mi.Description())
 					assert.Equal(t, "1", mi.Unit())
 					dp := mi.Gauge().DataPoints().At(0)
 					assert.Equal(t, start, dp.StartTimestamp())
