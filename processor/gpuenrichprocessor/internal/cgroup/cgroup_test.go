@@ -390,3 +390,66 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// The agent runs with hostPID (or a host /proc) but in its own cgroup namespace, the
+// default for containerd and CRI-O on cgroup v2. The kernel prints another process's cgroup
+// relative to the *reader's* namespace root, one "../" per level above it
+// (Documentation/admin-guide/cgroup-v2.rst, "Namespace": "0::/../container_id2/sub_cgrp_1"
+// from a sibling namespace; cgroup_namespaces(7): the same for each v1 hierarchy). The agent's
+// root is its own container's cgroup, so a workload's line climbs out of it and names the
+// workload's pod and container below: they are still found, and nothing above the root is
+// needed (seeds in testdata/fuzz/FuzzParse/cgroupns-*).
+func TestParseCgroupNamespaceRelativePaths(t *testing.T) {
+	for _, tc := range []parseCase{
+		{
+			name:    "kernel doc: a sibling namespace's process",
+			content: "0::/../container_id2/sub_cgrp_1\n",
+			want:    Location{},
+		},
+		{
+			name:    "v2 systemd, the agent under another slice",
+			content: "0::/../../kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" + esc(uid1) + ".slice/cri-containerd-" + id1 + ".scope\n",
+			want:    Location{PodUID: uid1, ContainerID: id1, Runtime: "containerd", QoS: "burstable"},
+		},
+		{
+			name:    "v2 systemd, the agent a besteffort pod's container, the workload a guaranteed pod's",
+			content: "0::/../../../kubepods-pod" + esc(uid2) + ".slice/crio-" + id2 + ".scope\n",
+			want:    Location{PodUID: uid2, ContainerID: id2, Runtime: "cri-o", QoS: "guaranteed"},
+		},
+		{
+			name:    "v2 cgroupfs, another QoS class",
+			content: "0::/../../../burstable/pod" + uid1 + "/" + id1 + "\n",
+			want:    Location{PodUID: uid1, ContainerID: id1, QoS: "burstable"},
+		},
+		{
+			name:    "v2 relative and deleted",
+			content: "0::/../../kubepods-besteffort-pod" + esc(uid2) + ".slice/cri-containerd-" + id2 + ".scope (deleted)\n",
+			want:    Location{PodUID: uid2, ContainerID: id2, Runtime: "containerd", QoS: "besteffort"},
+		},
+		{
+			name: "v1 private namespace: each hierarchy relative to its own root",
+			content: "12:hugetlb:/../../../burstable/pod" + uid1 + "/" + id1 + "\n" +
+				"11:memory:/../../../burstable/pod" + uid1 + "/" + id1 + "\n" +
+				"9:devices:/../../../burstable/pod" + uid1 + "/" + id1 + "\n" +
+				"1:name=systemd:/../../..\n" +
+				"0::/\n",
+			want: Location{PodUID: uid1, ContainerID: id1, QoS: "burstable"},
+		},
+		{
+			name:    "v1 systemd driver, relative",
+			content: v1("/../../kubepods-besteffort-pod" + esc(uid2) + ".slice/cri-containerd-" + id2 + ".scope"),
+			want:    Location{PodUID: uid2, ContainerID: id2, Runtime: "containerd", QoS: "besteffort"},
+		},
+		{
+			name:    "the agent's own namespace root",
+			content: "0::/\n",
+			want:    Location{},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := Parse(tc.content)
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, got)
+		})
+	}
+}

@@ -36,6 +36,8 @@ func TestResolverFixtures(t *testing.T) {
 		{pid: 1010, want: Location{}}, // a host service
 		{pid: 1011, want: Location{PodUID: "1795bfc3-4a26-4b1a-93e7-18e74de49dc7", QoS: "guaranteed"}},
 		{pid: 1012, want: Location{PodUID: "1795bfc3-4a26-4b1a-93e7-18e74de49dc7", ContainerID: "85cdf19487d1d639a162e8064ba65525b3ae68ea528e632d251c0b18ef5f03dc", Runtime: "docker", QoS: "guaranteed"}},
+		// Read from inside the agent's own cgroup namespace: relative to its root.
+		{pid: 1013, want: Location{PodUID: "0b6a6e2c-71d4-4c59-9a4e-3f2d1c0b9a87", ContainerID: "2f1c9a0e8d7b6a5c4e3f2a1b0c9d8e7f6a5b4c3d2e1f0a9b8c7d6e5f4a3b2c1d", Runtime: "containerd", QoS: "burstable"}},
 		{pid: 1, want: Location{}},           // init
 		{pid: 4242, wantErr: ErrProcessGone}, // PID 1 is shown, 4242 is not: it exited
 	}
