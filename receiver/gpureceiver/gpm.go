@@ -2,6 +2,7 @@ package gpureceiver // import "github.com/otelcol-gpu/otelcol-gpu/receiver/gpure
 
 import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"go.uber.org/zap"
 
 	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpureceiver/internal/metadata"
 )
@@ -285,6 +286,14 @@ func (r *deviceRead) readGPM() {
 		return
 	}
 	v, ok, ret := r.gpm.Read(r.dev.handle, gpmWholeGPU, r.dev.handle)
+	if ret == nvml.ERROR_NOT_FOUND {
+		// A vGPU guest claims GPM support and cannot sample it (dcgm-exporter#701): the GPU
+		// is read without GPM (its utilization from the sample buffer) until rediscovered.
+		r.dev.static.gpmSupported = false
+		r.logger.Info("GPM is claimed but cannot be sampled on this GPU (a vGPU guest?); it is read without GPM",
+			zap.Int("gpu", r.dev.index), zap.String("uuid", r.dev.uuid))
+		return
+	}
 	if r.ok(callGpmSampleGet, ret) && ok {
 		r.gpmValues = &v
 	}

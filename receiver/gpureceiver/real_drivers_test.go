@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.uber.org/zap/zapcore"
 
 	"github.com/otelcol-gpu/otelcol-gpu/internal/gpusim"
 )
@@ -389,5 +390,69 @@ func TestTemperatureThroughTheSupportedCall(t *testing.T) {
 		assert.Equal(t, c.deprecated, sim.Calls()["DeviceGetTemperature"] > 0, "%s: GetTemperature", c.driver)
 		_, ok := pointValueOK(gpuResources(md)[sim.UUIDs()[0]], "hw.temperature", map[string]string{"hw.sensor_location": "gpu"})
 		assert.Equal(t, c.v || c.deprecated, ok, c.driver)
+	}
+}
+
+// TestDriverMatrix reads each system on the driver branches it is deployed with, through
+// the receiver's production path, and checks what an operator relies on there: every GPU
+// reports its health and memory, nothing is logged as an error every collection, and what
+// the branch and the GPU cannot give is absent rather than made up.
+func TestDriverMatrix(t *testing.T) {
+	for _, c := range []struct {
+		system, scenario, driver string
+		gpus                     int
+		// present and absent are metrics of the first GPU.
+		present, absent []string
+		migProfiles     bool
+	}{
+		{"dgxh100", "shared-gpu", "535.230.02", 8, []string{"hw.gpu.io", "hw.temperature", "nvidia.gpu.nvlink.errors", "nvidia.gpu.profiling.activity"}, nil, false},
+		{"dgxh100", "shared-gpu", "580.95.05", 8, []string{"hw.gpu.io", "hw.temperature", "nvidia.gpu.nvlink.errors", "nvidia.gpu.profiling.activity"}, nil, false},
+		{"dgxa100", "mig-mixed", "550.127.05", 8, []string{"hw.gpu.memory.usage", "hw.temperature"}, []string{"nvidia.gpu.profiling.activity"}, true},
+		{"l4", "steady-training", "550.127.05", 4, []string{"hw.gpu.io", "hw.temperature", "hw.power"}, []string{"nvidia.gpu.nvlink.errors", "nvidia.gpu.profiling.activity"}, false},
+		{"dgxb200", "steady-training", "580.95.05", 8, []string{"hw.gpu.io", "nvidia.gpu.nvlink.errors", "nvidia.gpu.profiling.activity"}, nil, false},
+		{"vgpu-h100", "steady-training", "550.127.05", 1, []string{"hw.gpu.memory.usage", "hw.gpu.utilization"}, []string{"hw.power", "hw.energy", "hw.temperature", "hw.gpu.io", "nvidia.gpu.profiling.activity"}, false},
+	} {
+		t.Run(c.system+"@"+c.driver, func(t *testing.T) {
+			clock := newFakeClock()
+			sim := simWith(t, gpusim.Options{System: c.system, Scenario: c.scenario, Driver: c.driver}, clock)
+			s, logs := observedScraper(t, fullTestConfig(t), sim, clock)
+			md := scrapes(t, s, clock, 4)
+			gpus := gpuResources(md)
+			require.Len(t, gpus, c.gpus)
+			for uuid, gpu := range gpus {
+				assert.Equal(t, 1.0, pointValue(t, gpu, "hw.status", map[string]string{"hw.state": "ok"}), uuid)
+				_, hasMemory := findMetric(gpu, "hw.gpu.memory.limit")
+				assert.True(t, hasMemory, "%s: framebuffer", uuid)
+				driver, _ := gpu.Resource().Attributes().Get("hw.driver_version")
+				assert.Equal(t, c.driver, driver.Str())
+			}
+			first := gpus[sim.UUIDs()[0]]
+			for _, name := range c.present {
+				_, ok := findMetric(first, name)
+				assert.True(t, ok, "%s present", name)
+			}
+			for _, name := range c.absent {
+				_, ok := findMetric(first, name)
+				assert.False(t, ok, "%s absent", name)
+			}
+			if c.migProfiles {
+				for _, names := range migProfiles(t, s, md) {
+					assert.NotContains(t, names, "(none)")
+				}
+			}
+			assert.Zero(t, logs.FilterLevelExact(zapcore.ErrorLevel).Len(), "no error logs")
+			// Whatever the branch lacks is asked once, not every collection.
+			calls := sim.TotalCalls()
+			scrapes(t, s, clock, 1)
+			perScrape := sim.TotalCalls() - calls
+			scrapes(t, s, clock, 1)
+			assert.Equal(t, perScrape, sim.TotalCalls()-calls-perScrape, "steady NVML calls per collection")
+			if c.system == "vgpu-h100" {
+				gpm := sim.Calls()["GpmSampleGet"]
+				scrapes(t, s, clock, 2)
+				assert.Equal(t, gpm, sim.Calls()["GpmSampleGet"], "GPM that cannot be sampled is not asked every collection")
+				assert.Equal(t, 1, logs.FilterMessageSnippet("vGPU guest").Len())
+			}
+		})
 	}
 }
