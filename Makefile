@@ -69,6 +69,7 @@ fuzz:
 ## e2e: build the real binary, then run the testbed against Prometheus 3 (and a real kube-apiserver), then the compatibility row on Debian's Prometheus 2.42
 e2e: build
 	go test -tags e2e -count=1 -v -timeout 30m ./testbed/...
+	go test -tags e2e -count=1 -timeout 10m ./cmd/gpucheck/
 	$(MAKE) --no-print-directory e2e-compat
 
 # What users on an older Prometheus rely on: the agent's and the gateway's series, the
@@ -102,7 +103,7 @@ lint:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' | grep -v '^distribution/')); \
 	  if [[ -n "$$unformatted" ]]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	go vet $(GO_PKGS)
-	go vet -tags e2e ./testbed/...
+	go vet -tags e2e ./testbed/... ./cmd/gpucheck/
 	go vet -tags "e2e benchpipelines" ./testbed/...
 	go vet -tags gpu ./receiver/...
 
