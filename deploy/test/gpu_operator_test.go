@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -80,101 +81,143 @@ func checkLeavesForGPUOperator(t *testing.T, a *corev1.Affinity) {
 // keeps its agent throughout. Both the kustomize base and the Helm chart's DaemonSet are
 // applied as rendered, so the admission policy admits the controller's hostPID pods too.
 func TestAgentLeavesForGPUOperator(t *testing.T) {
-	s := kubeapi.Start(t)
-	startDaemonSetController(t, s)
-	a := newApplier(t, s)
-	ctx := context.Background()
-
-	forms := []struct {
-		name string
-		o    *objects
+	for _, f := range []struct {
+		name   string
+		render func(t *testing.T) *objects
 	}{
-		{"kustomize base", kustomizeBuild(t, "base", "")},
-		{"helm defaults", helmTemplate(t, "")},
+		{"kustomize base", func(t *testing.T) *objects { return kustomizeBuild(t, "base", "") }},
+		{"helm defaults", func(t *testing.T) *objects { return helmTemplate(t, "") }},
+	} {
+		t.Run(f.name, func(t *testing.T) {
+			// A cluster of its own: both forms name their DaemonSet alike in one namespace.
+			s := kubeapi.Start(t)
+			startDaemonSetController(t, s)
+			o := f.render(t)
+			newApplier(t, s).apply(t, o)
+			ds := o.daemonSet(t, "otelcol-gpu-agent")
+			if ds.Namespace == "" {
+				ds.Namespace = releaseNamespace
+			}
+			stop := emulateNodes(t, s, ds.Namespace)
+			defer stop()
+			checkAgentLeavesForGPUOperator(t, s, ds)
+		})
 	}
-	for _, f := range forms {
-		a.apply(t, f.o)
-	}
+}
 
+func checkAgentLeavesForGPUOperator(t *testing.T, s *kubeapi.Server, ds *appsv1.DaemonSet) {
+	ctx := context.Background()
+	ns := ds.Namespace
 	// GPU Operator 26.7 labels its GPU nodes so; an older one has no client label.
-	operated := map[string]string{"nvidia.com/gpu.present": "true", clientLabel: "true", dcgmExporterLabel: "true"}
 	nodes := map[string]map[string]string{
-		"gpu-operated":     operated,
+		"gpu-operated":     {"nvidia.com/gpu.present": "true", clientLabel: "true", dcgmExporterLabel: "true"},
 		"gpu-old-operator": {"nvidia.com/gpu.present": "true", dcgmExporterLabel: "true"},
 		"gpu-no-operator":  {"feature.node.kubernetes.io/pci-10de.present": "true"},
 		"cpu":              {"kubernetes.io/os": "linux"},
 	}
 	for name, labels := range nodes {
 		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
-		if _, err := s.Client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
+		node, err := s.Client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The API server taints a new node not-ready (NoSchedule), which no DaemonSet pod
+		// tolerates; the kubelet's first Ready status lifts it. No kubelet runs here.
+		node.Spec.Taints = nil
+		if _, err := s.Client.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
-
-	for _, f := range forms {
-		ds := f.o.daemonSet(t, "otelcol-gpu-agent")
-		ns := ds.Namespace
-		if ns == "" {
-			ns = releaseNamespace
+	// agentOn: whether the DaemonSet has a live (not terminating) pod for node.
+	agentOn := func(node string) (bool, error) {
+		pods, err := s.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: metav1.FormatLabelSelector(ds.Spec.Selector)})
+		if err != nil {
+			return false, err
 		}
-		// agentOn: whether the DaemonSet has a pod for node (the controller pins each pod
-		// to its node through node affinity; no scheduler binds it here).
-		agentOn := func(node string) (bool, error) {
-			pods, err := s.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: metav1.FormatLabelSelector(ds.Spec.Selector)})
-			if err != nil {
-				return false, err
-			}
-			for _, p := range pods.Items {
-				if p.DeletionTimestamp == nil && podNode(p) == node {
-					return true, nil
-				}
-			}
-			return false, nil
-		}
-		waitAgent := func(t *testing.T, node string, want bool, why string) {
-			t.Helper()
-			deadline := time.Now().Add(60 * time.Second)
-			for {
-				got, err := agentOn(node)
-				if err == nil && got == want {
-					return
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("%s: %s: agent pod on node %s = %v (err %v), want %v", f.name, why, node, got, err, want)
-				}
-				time.Sleep(200 * time.Millisecond)
+		for _, p := range pods.Items {
+			if p.DeletionTimestamp == nil && podNode(p) == node {
+				return true, nil
 			}
 		}
-		t.Run(f.name, func(t *testing.T) {
-			waitAgent(t, "gpu-operated", true, "GPU Operator 26.7 node")
-			waitAgent(t, "gpu-old-operator", true, "older GPU Operator node")
-			waitAgent(t, "gpu-no-operator", true, "node without the GPU Operator")
-			waitAgent(t, "cpu", false, "node without a GPU")
-
-			for _, pause := range []struct {
-				node   string
-				labels map[string]string
-			}{
-				// What k8s-driver-manager's evictAllGPUOperatorComponents and mig-manager's
-				// shutdownKubernetesGPUClients write; then what they write back.
-				{"gpu-operated", map[string]string{clientLabel: pausedForDriverUpgrade, dcgmExporterLabel: pausedForDriverUpgrade}},
-				{"gpu-operated", map[string]string{clientLabel: pausedForMIGChange, dcgmExporterLabel: pausedForMIGChange}},
-				{"gpu-old-operator", map[string]string{dcgmExporterLabel: pausedForDriverUpgrade}},
-				{"gpu-old-operator", map[string]string{dcgmExporterLabel: pausedForMIGChange}},
-			} {
-				restore := map[string]string{}
-				for k := range pause.labels {
-					restore[k] = nodes[pause.node][k]
-				}
-				labelNode(t, s, pause.node, pause.labels)
-				waitAgent(t, pause.node, false, fmt.Sprintf("labels %v", pause.labels))
-				// The other nodes keep their agents.
-				waitAgent(t, "gpu-no-operator", true, "node without the GPU Operator during another node's pause")
-				labelNode(t, s, pause.node, restore)
-				waitAgent(t, pause.node, true, fmt.Sprintf("labels set back to %v", restore))
-			}
-		})
+		return false, nil
 	}
+	waitAgent := func(node string, want bool, why string) {
+		t.Helper()
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			got, err := agentOn(node)
+			if err == nil && got == want {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: agent pod on node %s = %v (err %v), want %v", why, node, got, err, want)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	waitAgent("gpu-operated", true, "GPU Operator 26.7 node")
+	waitAgent("gpu-old-operator", true, "older GPU Operator node")
+	waitAgent("gpu-no-operator", true, "node without the GPU Operator")
+	waitAgent("cpu", false, "node without a GPU")
+
+	for _, pause := range []struct {
+		node   string
+		labels map[string]string
+	}{
+		// What k8s-driver-manager's evictAllGPUOperatorComponents and mig-manager's
+		// shutdownKubernetesGPUClients write; then what they write back.
+		{"gpu-operated", map[string]string{clientLabel: pausedForDriverUpgrade, dcgmExporterLabel: pausedForDriverUpgrade}},
+		{"gpu-operated", map[string]string{clientLabel: pausedForMIGChange, dcgmExporterLabel: pausedForMIGChange}},
+		{"gpu-old-operator", map[string]string{dcgmExporterLabel: pausedForDriverUpgrade}},
+		{"gpu-old-operator", map[string]string{dcgmExporterLabel: pausedForMIGChange}},
+	} {
+		restore := map[string]string{}
+		for k := range pause.labels {
+			restore[k] = nodes[pause.node][k]
+		}
+		labelNode(t, s, pause.node, pause.labels)
+		waitAgent(pause.node, false, fmt.Sprintf("labels %v", pause.labels))
+		// The node without the GPU Operator keeps its agent throughout.
+		if on, err := agentOn("gpu-no-operator"); err != nil || !on {
+			t.Errorf("labels %v on %s: the agent left gpu-no-operator too (err %v)", pause.labels, pause.node, err)
+		}
+		labelNode(t, s, pause.node, restore)
+		waitAgent(pause.node, true, fmt.Sprintf("labels set back to %v", restore))
+	}
+}
+
+// emulateNodes does, for the pods of namespace, the two things of a cluster that the
+// DaemonSet controller waits for and no process here does: the scheduler binds each new
+// pod to the node the controller pinned it to, and the node's kubelet, once a bound pod is
+// being deleted, stops it and removes it (a delete with no grace period). Every decision
+// to create or delete a pod stays the controller's.
+func emulateNodes(t *testing.T, s *kubeapi.Server, namespace string) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			pods, err := s.Client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{})
+			if err == nil {
+				for _, p := range pods.Items {
+					switch {
+					case p.DeletionTimestamp != nil:
+						_ = s.Client.CoreV1().Pods(namespace).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr(int64(0))})
+					case p.Spec.NodeName == "" && podNode(p) != "":
+						_ = s.Client.CoreV1().Pods(namespace).Bind(ctx, &corev1.Binding{
+							ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: namespace},
+							Target:     corev1.ObjectReference{Kind: "Node", Name: podNode(p)},
+						}, metav1.CreateOptions{})
+					}
+				}
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
 }
 
 // podNode is the node a DaemonSet pod is for: spec.nodeName once bound, else the
@@ -252,7 +295,7 @@ func startDaemonSetController(t *testing.T, s *kubeapi.Server) {
 		_ = out.Close()
 		if t.Failed() {
 			log, _ := os.ReadFile(out.Name())
-			t.Logf("kube-controller-manager's log (tail):\n%s", tail(string(log), 4000))
+			t.Logf("kube-controller-manager's log (tail):\n%s", tail(string(log), 8000))
 		}
 	})
 }
