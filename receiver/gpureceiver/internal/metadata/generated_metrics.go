@@ -3117,14 +3117,16 @@ func (m *metricNvidiaGpuProcessesHidden) init() {
 	m.data.SetName("nvidia.gpu.processes.hidden")
 	m.data.SetDescription("1 while the GPU's framebuffer is in use but NVML lists no process on it - the driver (535.113 and later) lists only the processes of the agent's PID namespace, so an agent without hostPID sees none of the other containers' processes; or the agent lacks a privilege the listing needs. Present only while that is so; per-process and per-pod values of this GPU are missing then, not zero.")
 	m.data.SetUnit("1")
-	m.data.SetEmptyGauge()
+	m.data.SetEmptySum()
+	m.data.Sum().SetIsMonotonic(false)
+	m.data.Sum().SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
 }
 
 func (m *metricNvidiaGpuProcessesHidden) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val int64) {
 	if !m.config.Enabled {
 		return
 	}
-	dp := m.data.Gauge().DataPoints().AppendEmpty()
+	dp := m.data.Sum().DataPoints().AppendEmpty()
 	dp.SetStartTimestamp(start)
 	dp.SetTimestamp(ts)
 	dp.SetIntValue(val)
@@ -3132,14 +3134,14 @@ func (m *metricNvidiaGpuProcessesHidden) recordDataPoint(start pcommon.Timestamp
 
 // updateCapacity saves max length of data point slices that will be used for the slice capacity.
 func (m *metricNvidiaGpuProcessesHidden) updateCapacity() {
-	if m.data.Gauge().DataPoints().Len() > m.capacity {
-		m.capacity = m.data.Gauge().DataPoints().Len()
+	if m.data.Sum().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Sum().DataPoints().Len()
 	}
 }
 
 // emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
 func (m *metricNvidiaGpuProcessesHidden) emit(metrics pmetric.MetricSlice) {
-	if m.config.Enabled && m.data.Gauge().DataPoints().Len() > 0 {
+	if m.config.Enabled && m.data.Sum().DataPoints().Len() > 0 {
 		m.updateCapacity()
 		m.data.MoveTo(metrics.AppendEmpty())
 		m.init()

@@ -1188,11 +1188,13 @@ func TestMetricsBuilder(t *testing.T) {
 				case "nvidia.gpu.processes.hidden":
 					assert.False(t, validatedMetrics["nvidia.gpu.processes.hidden"], "Found a duplicate in the metrics slice: nvidia.gpu.processes.hidden")
 					validatedMetrics["nvidia.gpu.processes.hidden"] = true
-					assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
-					assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
+					assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
+					assert.Equal(t, 1, mi.Sum().DataPoints().Len())
 					assert.Equal(t, "1 while the GPU's framebuffer is in use but NVML lists no process on it - the driver (535.113 and later) lists only the processes of the agent's PID namespace, so an agent without hostPID sees none of the other containers' processes; or the agent lacks a privilege the listing needs. Present only while that is so; per-process and per-pod values of this GPU are missing then, not zero.", mi.Description())
 					assert.Equal(t, "1", mi.Unit())
-					dp := mi.Gauge().DataPoints().At(0)
+					assert.False(t, mi.Sum().IsMonotonic())
+					assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
+					dp := mi.Sum().DataPoints().At(0)
 					assert.Equal(t, start, dp.StartTimestamp())
 					assert.Equal(t, ts, dp.Timestamp())
 					assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
