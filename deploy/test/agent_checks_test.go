@@ -12,7 +12,7 @@ import (
 
 // agentExpect says which variant of the agent pod a manifest renders.
 type agentExpect struct {
-	nonRoot   bool // UID 10001 and runAsNonRoot, instead of UID 0 without capabilities
+	nonRoot bool // UID 10001 and runAsNonRoot, instead of UID 0 without capabilities
 	kubelet bool // the pod-resources socket is mounted
 	// Processes are attributed: the pod is in the host's PID namespace and reads its own
 	// /proc (no host /proc mount, no /var/log/pods: kube_api names the pods).
