@@ -77,43 +77,6 @@ type deviceRead struct {
 	gpuEngines struct{ known, encoder, decoder bool }
 }
 
-func newDeviceRead(deps readDeps, lib nvml.Interface, d *gpuDevice, now pcommon.Timestamp) *deviceRead {
-	return &deviceRead{readDeps: deps, lib: lib, dev: d, now: now}
-}
-
-// recordAll reads every subsystem in turn, each on the resource it belongs to: the GPU's
-// own metrics first, then its MIG instances and its processes. Each subsystem stops early
-// once the GPU is gone. A GPU without a handle (lost, not found again) only reports its
-// health: failed.
-func (r *deviceRead) recordAll() {
-	if r.dev.handle != nil {
-		r.readFields()
-		r.readGPM()
-		r.recordUtilization()
-		r.recordMemory()
-		r.recordMemoryErrors()
-		r.recordTemperature()
-		r.recordPower()
-		r.recordClocks()
-		r.recordClockEvents()
-		r.recordPCIe()
-		r.recordNVLink()
-		r.recordProfiling()
-		if !r.gone && r.dev.gone {
-			r.logger.Info("GPU answers again", zap.Int("gpu", r.dev.index), zap.String("uuid", r.dev.uuid))
-			r.dev.gone = false
-		}
-	}
-	r.listProcesses()
-	r.recordXIDs()
-	r.recordHealth()
-	r.recordCallErrors()
-	r.mb.EmitForResource(metadata.WithResource(r.gpuResource()))
-	migs := r.recordMIG()
-	r.recordProcesses(migs)
-	r.dev.resources.forgetUnseen()
-}
-
 // skip is true when a call should not be made: the GPU is gone, or the call is known to be
 // unsupported on it.
 func (r *deviceRead) skip(call string) bool {
@@ -161,30 +124,6 @@ func (r *deviceRead) countError(call string, ret nvml.Return, msg string) {
 			zap.String("nvml_error", nvmlclient.ReturnName(ret)))
 	}
 	r.dev.callErrors[key]++
-}
-
-// recordCallErrors reports the failed calls counted so far; a GPU without any reports none.
-func (r *deviceRead) recordCallErrors() {
-	if !r.metrics.NvidiaNvmlErrors.Enabled {
-		return
-	}
-	for key, n := range r.dev.callErrors {
-		r.mb.RecordNvidiaNvmlErrorsDataPoint(r.now, n, key.call, nvmlclient.ReturnName(key.ret))
-	}
-}
-
-// gpuResource is the GPU's own resource: its identity and, when that attribute is on,
-// whether it is in MIG mode (read first if due).
-func (r *deviceRead) gpuResource() pcommon.Resource {
-	if !r.migModeAttribute {
-		return r.dev.resource
-	}
-	if !r.gone && r.dev.handle != nil {
-		r.refreshMIG()
-	}
-	rb := r.identity()
-	rb.SetNvidiaGpuMigEnabled(r.dev.mig.enabled)
-	return rb.Emit()
 }
 
 // identity starts a resource with the GPU's identity; MIG instances and processes add
