@@ -326,36 +326,44 @@ func TestAProcessThatExitedIsNotGivenToTheHolder(t *testing.T) {
 		})
 		return h.run(3, 10*time.Second)
 	}
-	podMemory := func(t *testing.T, md pmetric.Metrics) float64 {
+	podPoint := func(t *testing.T, md pmetric.Metrics, name string) float64 {
 		t.Helper()
 		for _, rm := range resources(md, map[string]string{"nvidia.gpu.index": "0", "k8s.pod.name": "trainer", "!process.pid": ""}) {
-			if hasScopeMetric(rm, "nvidia.gpu.pod.memory.usage") {
-				return point(t, rm, "nvidia.gpu.pod.memory.usage")
+			if hasScopeMetric(rm, name) {
+				return point(t, rm, name)
 			}
 		}
 		t.Fatal("no per-pod series for trainer on GPU 0")
 		return 0
 	}
+	sm := func(t *testing.T, md pmetric.Metrics, pid string) float64 {
+		t.Helper()
+		return point(t, procByPID(t, md, pid), "nvidia.gpu.process.utilization", "nvidia.gpu.engine", "sm")
+	}
 
-	md := run(t, true)
+	// The same entry missing under a proc root that shows no PID 1 (hidepid=invisible, no
+	// host /proc): the process may well run, its cgroup is unreadable, and it is inferred.
+	md := run(t, false)
+	hidden := procByPID(t, md, "41002")
+	assert.Equal(t, "trainer", attrOf(hidden, "k8s.pod.name"))
+	assert.Equal(t, methodInferred, attrOf(hidden, "nvidia.gpu.attribution.method"))
+	assert.Zero(t, hostPoint(t, md, "nvidia.gpu.processes.exited"))
+	sm1, sm2 := sm(t, md, "41001"), sm(t, md, "41002")
+	inferredEnergy := podPoint(t, md, "nvidia.gpu.pod.energy")
+
+	md = run(t, true)
 	for _, rm := range resources(md, map[string]string{"process.pid": "41002"}) {
 		assert.True(t, onlyEndMarkers(rm), "the exited process has no series in the collection")
 	}
 	trainer := procByPID(t, md, "41001")
 	assert.Equal(t, methodCgroup, attrOf(trainer, "nvidia.gpu.attribution.method"))
-	assert.Equal(t, point(t, trainer, "nvidia.gpu.process.memory.usage"), podMemory(t, md),
+	assert.Equal(t, point(t, trainer, "nvidia.gpu.process.memory.usage"), podPoint(t, md, "nvidia.gpu.pod.memory.usage"),
 		"the pod's memory is its own process's, not the exited one's")
-	host := resources(md, map[string]string{"!hw.id": "", "host.name": "*"})[0]
-	assert.Equal(t, 3.0, point(t, host, "nvidia.gpu.processes.exited"), "counted in each of the three collections")
-
-	// The same entry missing under a proc root that shows no PID 1 (hidepid=invisible, no
-	// host /proc): the process may well run, its cgroup is unreadable, and it is inferred.
-	md = run(t, false)
-	hidden := procByPID(t, md, "41002")
-	assert.Equal(t, "trainer", attrOf(hidden, "k8s.pod.name"))
-	assert.Equal(t, methodInferred, attrOf(hidden, "nvidia.gpu.attribution.method"))
-	host = resources(md, map[string]string{"!hw.id": "", "host.name": "*"})[0]
-	assert.Zero(t, point(t, host, "nvidia.gpu.processes.exited"))
+	assert.InDelta(t, sm1, podPoint(t, md, "nvidia.gpu.pod.utilization"), 1e-9)
+	// Its share of the GPU's energy went with it, to no pod: the pod keeps its own process's
+	// share of what the inferred pair had.
+	assert.InDelta(t, inferredEnergy*sm1/(sm1+sm2), podPoint(t, md, "nvidia.gpu.pod.energy"), inferredEnergy*0.05)
+	assert.Equal(t, 3.0, hostPoint(t, md, "nvidia.gpu.processes.exited"), "counted in each of the three collections")
 }
 
 // hostPoint is a metric's value on the host resource, for one resource name when given.

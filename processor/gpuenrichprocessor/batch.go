@@ -56,9 +56,9 @@ type gpuView struct {
 
 	holders   []podRef // pods the kubelet allocated it to (still running)
 	processes []*processView
-	// exited counts the processes NVML listed on it that had exited when their cgroup was
-	// read: the GPU had processes, even if none is left to attribute.
-	exited int
+	// exited are the processes NVML listed on it that had exited when their cgroup was
+	// read: no one's, yet the GPU had them, and their share of its energy is no pod's.
+	exited []*processView
 }
 
 // processView is one process resource.

@@ -120,7 +120,7 @@ func (p *gpuEnrichProcessor) associate(b *batch, a allocation.Allocation) (exite
 			}
 			exited[proc.rm] = true
 			if g != nil {
-				g.exited++
+				g.exited = append(g.exited, proc)
 			}
 			continue
 		}

@@ -26,8 +26,9 @@ type user struct {
 
 // gpuUsers lists a GPU's users: pods and Slurm jobs its processes belong to, and the pods
 // the kubelet says hold it (a pod may hold a GPU and run nothing on it). Processes of
-// anyone else — the host, containers outside Kubernetes, unknown — are summed in others:
-// they take their share of the GPU's energy, and count for no pod.
+// anyone else — the host, containers outside Kubernetes, unknown, exited before they could
+// be placed — are summed in others: they take their share of the GPU's energy, and count
+// for no pod.
 func gpuUsers(g *gpuView) (users []*user, others *user) {
 	byKey := map[tracking.Key]*user{}
 	others = &user{}
@@ -59,6 +60,9 @@ func gpuUsers(g *gpuView) (users []*user, others *user) {
 			mergeOwner(&u.owner, proc.owner)
 		}
 		add(u, proc)
+	}
+	for _, proc := range g.exited {
+		add(others, proc) // it used the GPU until it exited, for no known pod
 	}
 	unnamed := false // a process runs in a pod known by its UID only
 	for _, u := range byKey {
@@ -95,7 +99,7 @@ func gpuUsers(g *gpuView) (users []*user, others *user) {
 	for _, k := range keys {
 		users = append(users, byKey[k])
 	}
-	switch listed := len(g.processes) + g.exited; {
+	switch listed := len(g.processes) + len(g.exited); {
 	case listed == 0 && len(users) == 1 && users[0].kind == tracking.Pod:
 		// One pod holds the GPU and NVML lists no process at all (processes in other PID
 		// namespaces are invisible on some setups): the pod's values are the GPU's.
