@@ -264,6 +264,24 @@ func (d *Device) GetGpuInstanceProfileInfo(profile int) (nvml.GpuInstanceProfile
 	return p.info(), nvml.SUCCESS
 }
 
+// GpuInstanceProfileName answers nvmlDeviceGetGpuInstanceProfileInfoV's v2 name of a
+// profile, asked for by its enum ("MIG 1g.10gb"). go-nvml's GetGpuInstanceProfileInfoV
+// returns a handler that calls the C library itself, so the simulator offers the call under
+// this name (nvmlclient uses it for simulated devices). It needs no privilege.
+func (d *Device) GpuInstanceProfileName(profile int) (string, nvml.Return) {
+	if ret := d.ret("DeviceGetGpuInstanceProfileInfoV"); ret != nvml.SUCCESS {
+		return "", ret
+	}
+	if profile < 0 || profile >= nvml.GPU_INSTANCE_PROFILE_COUNT {
+		return "", nvml.ERROR_INVALID_ARGUMENT
+	}
+	p, ok := d.sim.machine.sys.mig[profile]
+	if !ok {
+		return "", nvml.ERROR_NOT_SUPPORTED
+	}
+	return p.name, nvml.SUCCESS
+}
+
 // migMemory is what the GPU instance's processes hold, and the driver's reservation in it.
 func (gi *gpuInstance) memory() (used, reserved, total uint64) {
 	total = gi.profile.memoryMiB * mib

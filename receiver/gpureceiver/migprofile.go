@@ -5,27 +5,31 @@ import (
 	"math"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
+	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpureceiver/internal/nvmlclient"
 )
 
-// Naming a MIG instance's profile ("1g.10gb", "3g.40gb", "1g.10gb+me", "1c.3g.40gb") the
-// way NVIDIA's device plugin and go-nvlib do, so that the name matches the nvidia.com/mig-*
-// resource the pod asked for.
+// Naming a MIG instance's profile ("1g.10gb", "3g.40gb", "1g.10gb+me", "1c.3g.40gb") as
+// NVIDIA names it, which is also the nvidia.com/mig-* resource the pod asked for.
 //
 // A GPU instance's profile id (nvmlGpuInstanceInfo_t.profileId) is the device's own
 // unique id - on an H100 1g.10gb is 19, 3g.40gb is 9, 7g.80gb is 0 - not the
 // NVML_GPU_INSTANCE_PROFILE_* enum nvmlDeviceGetGpuInstanceProfileInfo is asked by. The
 // profile is the enum whose answer carries that id. nvmlDeviceGetGpuInstanceById "requires
 // privileged user" (NVIDIA's MIG monitor capability); without it the profile is the one
-// enum whose slices, memory and engines match what the MIG device itself reports
-// (nvmlDeviceGetAttributes needs no privilege), and unnamed when that is ambiguous.
+// enum whose slices, memory and media engines match what the MIG device itself reports
+// (nvmlDeviceGetAttributes needs no privilege), and unnamed when that is ambiguous. The
+// name is the driver's own (the v2 profile query, no privilege needed); where a driver
+// lacks that query, it is written as go-nvlib writes it from the GPU's total memory.
 
 const (
-	callGetGpuInstanceByID        = "nvmlDeviceGetGpuInstanceById"
-	callGpuInstanceGetInfo        = "nvmlGpuInstanceGetInfo"
-	callGetGpuInstanceProfileInfo = "nvmlDeviceGetGpuInstanceProfileInfo"
-	callMigGetAttributes          = "nvmlDeviceGetAttributes(mig)"
-	callGetMemoryInfoParent       = "nvmlDeviceGetMemoryInfo(mig parent)"
-	gibibyte                      = 1 << 30
+	callGetGpuInstanceByID         = "nvmlDeviceGetGpuInstanceById"
+	callGpuInstanceGetInfo         = "nvmlGpuInstanceGetInfo"
+	callGetGpuInstanceProfileInfo  = "nvmlDeviceGetGpuInstanceProfileInfo"
+	callGetGpuInstanceProfileInfoV = nvmlclient.SymbolGetGpuInstanceProfileInfoV
+	callMigGetAttributes           = "nvmlDeviceGetAttributes(mig)"
+	callGetMemoryInfoParent        = "nvmlDeviceGetMemoryInfo(mig parent)"
+	gibibyte                       = 1 << 30
 )
 
 // nameMIGProfile names the profile of GPU instance gpuInstance, of which h is a MIG device;
@@ -55,11 +59,29 @@ func (r *deviceRead) nameMIGProfile(h nvml.Device, gpuInstance int) string {
 	if haveAttrs {
 		memoryMiB, ciSlices = attrs.MemorySizeMB, attrs.ComputeInstanceSliceCount
 	}
+	if name := r.driverProfileName(enum); name != "" {
+		if ciSlices != 0 && ciSlices != info.SliceCount {
+			name = fmt.Sprintf("%dc.%s", ciSlices, name)
+		}
+		return name
+	}
 	total := r.gpuMemoryTotal()
 	if total == 0 {
 		return ""
 	}
 	return formatMIGProfile(enum, ciSlices, info.SliceCount, memoryMiB, total)
+}
+
+// driverProfileName is the driver's name of a profile, "" where it has none to give.
+func (r *deviceRead) driverProfileName(enum int) string {
+	if !r.symbols.HasSymbol(nvmlclient.SymbolGetGpuInstanceProfileInfoV) || r.skip(callGetGpuInstanceProfileInfoV) {
+		return ""
+	}
+	name, ret := nvmlclient.GpuInstanceProfileName(r.dev.handle, enum)
+	if !r.ok(callGetGpuInstanceProfileInfoV, ret) {
+		return ""
+	}
+	return name
 }
 
 // gpuInstanceProfileID asks for a GPU instance's unique profile id (a privileged call).

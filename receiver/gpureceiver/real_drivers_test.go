@@ -10,9 +10,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
 	"github.com/otelcol-gpu/otelcol-gpu/internal/gpusim"
+	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpureceiver/internal/nvmlclient"
 )
 
 // What real NVIDIA drivers answer, as the simulator models them from nvml.h and NVIDIA's
@@ -166,23 +168,24 @@ func TestMIGProfilesAreNamedFromTheDevicesOwnProfileIDs(t *testing.T) {
 	}
 }
 
-// Without NVIDIA's MIG monitor capability (a container without NVIDIA_MIG_MONITOR_DEVICES),
-// the calls nvml.h says "require privileged user" answer NO_PERMISSION: the instances are
-// still read on their own handles (memory, activity, processes), the profile is left out
-// rather than guessed, and the refusal is counted and logged, not taken for "no data".
+// Without NVIDIA's MIG monitor capability (which the container toolkit gives only with
+// CAP_SYS_ADMIN; the shipped DaemonSet has none), the calls nvml.h says "require privileged
+// user" answer NO_PERMISSION: the instances are still read on their own handles (memory,
+// activity, processes) and named from what each reports of itself and the driver's own
+// profile names; the refusal is counted and logged, not taken for "no data".
 func TestMIGWithoutTheMonitorCapability(t *testing.T) {
 	clock := newFakeClock()
 	sim := simWith(t, gpusim.Options{System: "dgxh100", Scenario: "mig-mixed", NoMIGMonitor: true}, clock)
 	s, logs := observedScraper(t, testConfig(), sim, clock)
 	md := scrapes(t, s, clock, 3)
 	assert.Equal(t, map[int][]string{
-		0: {"(none)", "(none)", "(none)", "(none)", "(none)", "(none)"},
-		1: {"(none)", "(none)", "(none)"},
-		2: {"(none)"},
-	}, migProfiles(t, s, md), "no name rather than a wrong one")
+		0: {"1c.3g.40gb", "1c.3g.40gb", "1c.3g.40gb", "1g.10gb", "1g.10gb+me", "2g.20gb"},
+		1: {"1g.20gb", "1g.20gb", "4g.40gb"},
+		2: {"7g.80gb"},
+	}, migProfiles(t, s, md), "named without privilege")
 	gpu0 := gpuResources(md)[s.devices[0].uuid]
 	assert.Equal(t, 1.0, pointValue(t, gpu0, "nvidia.nvml.errors", map[string]string{"nvidia.nvml.call": callGetGpuInstanceByID, "nvidia.nvml.error": "ERROR_NO_PERMISSION"}))
-	assert.Positive(t, logs.FilterMessageSnippet("NVIDIA_MIG_MONITOR_DEVICES").Len())
+	assert.Equal(t, 3, logs.FilterMessageSnippet("without a privilege").FilterField(zap.String("call", callGetGpuInstanceByID)).Len(), "once per MIG-enabled GPU")
 	withMemory, withActivity := 0, 0
 	for _, rm := range migResources(md) {
 		if _, ok := findMetric(rm, "hw.gpu.memory.usage"); ok {
@@ -201,12 +204,24 @@ func TestMIGWithoutTheMonitorCapability(t *testing.T) {
 		}
 	}
 	assert.Equal(t, 10, migProcesses, "each MIG device's process, listed on its own handle")
+}
 
-	// A GPU read before MIG was turned on tells its total memory: then the profile is the
-	// one enum matching what the MIG device reports of itself, +me included.
+// Where the driver gives no profile names and the agent may not ask for a GPU instance's
+// profile id, the name is written from the GPU's total memory, which in MIG mode is itself
+// a privileged read: a GPU read before MIG was turned on is named, one never read whole is
+// left unnamed rather than guessed.
+func TestMIGProfileNamesWithoutTheDriversNames(t *testing.T) {
+	clock := newFakeClock()
+	sim := simWith(t, gpusim.Options{System: "dgxh100", Scenario: "mig-mixed", NoMIGMonitor: true}, clock)
+	sim.SetSymbolMissing(nvmlclient.SymbolGetGpuInstanceProfileInfoV, true)
+	s, logs := observedScraper(t, testConfig(), sim, clock)
+	md := scrapes(t, s, clock, 3)
+	assert.Equal(t, []string{"(none)"}, migProfiles(t, s, md)[2], "no name rather than a wrong one")
+	assert.Positive(t, logs.FilterMessageSnippet("Cannot name the profile").Len())
+
 	require.NoError(t, sim.SetMIGInstances(4, []gpusim.MIGInstance{{Profile: nvml.GPU_INSTANCE_PROFILE_1_SLICE_REV1}, {Profile: nvml.GPU_INSTANCE_PROFILE_2_SLICE}}))
 	md = scrapes(t, s, clock, 8)
-	assert.Equal(t, []string{"1g.10gb+me", "2g.20gb"}, migProfiles(t, s, md)[4])
+	assert.Equal(t, []string{"1g.10gb+me", "2g.20gb"}, migProfiles(t, s, md)[4], "GPU 4 was read whole before")
 }
 
 // Compute instances sharing a GPU instance are each a MIG device: each gets its own GPM
