@@ -78,6 +78,10 @@ type pcieBytes struct {
 	last    uint64 // the driver counter's last reading
 	lastAt  time.Time
 	started bool
+	// fromRate is whether the last count came from a rate rather than the counter: a
+	// switch between the two (a collection whose field read failed) starts the new
+	// source afresh instead of counting the same bytes twice.
+	fromRate bool
 }
 
 // add counts a reading of the driver's byte counter. nvml.h: "Value can be wrapped", and
@@ -87,20 +91,21 @@ func (c *pcieBytes) add(reading uint64) {
 	switch {
 	case !c.started:
 		c.total = float64(reading)
+	case c.fromRate:
 	case reading >= c.last:
 		c.total += float64(reading - c.last)
 	default:
 		c.total += float64(reading)
 	}
-	c.last, c.started = reading, true
+	c.last, c.started, c.fromRate = reading, true, false
 }
 
 // addRate counts a rate (bytes/s) held over the time since the last count.
 func (c *pcieBytes) addRate(bytesPerSecond float64, now time.Time) {
-	if c.started && now.After(c.lastAt) {
+	if c.started && c.fromRate && now.After(c.lastAt) {
 		c.total += bytesPerSecond * now.Sub(c.lastAt).Seconds()
 	}
-	c.lastAt, c.started = now, true
+	c.lastAt, c.started, c.fromRate = now, true, true
 }
 
 // recordPCIeBytes reports hw.gpu.io. Drivers before R555 (R535, R550: the most deployed)

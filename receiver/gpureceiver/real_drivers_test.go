@@ -341,6 +341,16 @@ func TestPCIeByteCounterWraps(t *testing.T) {
 	assert.Equal(t, 4500.0, c.total)
 	c.add(700)
 	assert.Equal(t, 4700.0, c.total)
+	// A collection whose field read failed counts from the rate; the counter then resumes
+	// from its own reading, not counting those bytes again.
+	now := time.Unix(1000, 0)
+	c.addRate(100, now)
+	c.addRate(100, now.Add(10*time.Second))
+	assert.Equal(t, 5700.0, c.total)
+	c.add(2700)
+	assert.Equal(t, 5700.0, c.total)
+	c.add(2800)
+	assert.Equal(t, 5800.0, c.total)
 }
 
 // Per-process samples as real drivers return them (nvtop#110): the sample at lastSeen
