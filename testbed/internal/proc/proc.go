@@ -102,15 +102,8 @@ func (p *Process) Stop(grace time.Duration) {
 // CPUSeconds is the user+system CPU time the program has used (from /proc/<pid>/stat).
 func (p *Process) CPUSeconds() (float64, error) { return CPUSecondsOf(p.cmd.Process.Pid) }
 
-// TimerSlack is the timer slack of the program's main thread, in nanoseconds (from
-// /proc/<pid>/timerslack_ns, which only a process with CAP_SYS_NICE may read).
-func (p *Process) TimerSlack() (int64, error) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/timerslack_ns", p.cmd.Process.Pid))
-	if err != nil {
-		return 0, err
-	}
-	return strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64)
-}
+// PID is the program's process ID.
+func (p *Process) PID() int { return p.cmd.Process.Pid }
 
 // RSS is the program's resident memory now, in bytes (from /proc/<pid>/status).
 func (p *Process) RSS() (int64, error) { return RSSOf(p.cmd.Process.Pid) }
