@@ -295,8 +295,8 @@ func valueChecks() []valueCheck {
 			return math.Max(0.10*v, 15), "10 % or 15 W, whichever is more (readings up to a few seconds apart)"
 		}},
 		{field: "power limit (current_power_limit)", smi: vPowerLimit, agent: kPowerLimit, scale: 1, unit: "W", tolerance: fixed(1, "1 W")},
-		{field: "temperature (gpu_temp)", smi: vTempGPU, agent: kTempGPU, scale: 1, unit: "°C", tolerance: fixed(3, "3 °C")},
-		{field: "memory temperature (memory_temp)", smi: vTempMemory, agent: kTempMemory, scale: 1, unit: "°C", tolerance: fixed(3, "3 °C")},
+		{field: "temperature (gpu_temp)", smi: vTempGPU, agent: kTempGPU, scale: 1, unit: "°C", tolerance: fixed(5, "5 °C")},
+		{field: "memory temperature (memory_temp)", smi: vTempMemory, agent: kTempMemory, scale: 1, unit: "°C", tolerance: fixed(5, "5 °C")},
 		{field: "SM clock (clocks/sm_clock)", smi: vClockSM, agent: kClockSM, scale: 1e-6, unit: "MHz", tolerance: clockTolerance(vMaxSM)},
 		{field: "memory clock (clocks/mem_clock)", smi: vClockMemory, agent: kClockMemory, scale: 1e-6, unit: "MHz", tolerance: clockTolerance(vMaxMemory)},
 		{field: "graphics clock (clocks/graphics_clock)", smi: vClockGraphics, unit: "MHz", notReported: "the receiver reports the SM and memory clocks only"},

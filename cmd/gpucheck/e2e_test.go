@@ -21,8 +21,9 @@ func standIns(t *testing.T, sim string, env ...string) (agent, smi string) {
 	dir := t.TempDir()
 	agent, smi = filepath.Join(dir, "agent"), filepath.Join(dir, "nvidia-smi")
 	extra := strings.Join(env, " ")
-	require.NoError(t, os.WriteFile(agent, fmt.Appendf(nil, "#!/bin/sh\n%s=agent exec %q \"$@\"\n", fakeRoleEnv, exe), 0o755))
-	require.NoError(t, os.WriteFile(smi, fmt.Appendf(nil, "#!/bin/sh\n%s=nvidia-smi %s=%s %s exec %q \"$@\"\n", fakeRoleEnv, fakeSimEnv, sim, extra, exe), 0o755))
+	start := filepath.Join(dir, "agent-started")
+	require.NoError(t, os.WriteFile(agent, fmt.Appendf(nil, "#!/bin/sh\n%s=agent %s=%s exec %q \"$@\"\n", fakeRoleEnv, fakeStartFileEnv, start, exe), 0o755))
+	require.NoError(t, os.WriteFile(smi, fmt.Appendf(nil, "#!/bin/sh\n%s=nvidia-smi %s=%s %s=%s %s exec %q \"$@\"\n", fakeRoleEnv, fakeSimEnv, sim, fakeStartFileEnv, start, extra, exe), 0o755))
 	return agent, smi
 }
 

@@ -50,6 +50,10 @@ const (
 	fakeSimEnv = "GPUCHECK_FAKE_SIM"
 	// fakeSkewEnv makes the stand-in nvidia-smi show every power draw this many watts off.
 	fakeSkewEnv = "GPUCHECK_FAKE_POWER_SKEW"
+	// fakeStartFileEnv names a file where the stand-in agent writes when its simulator
+	// started, and from which the stand-in nvidia-smi takes its own start: both then show
+	// one simulated machine, even where the agent took seconds to start (a loaded CI host).
+	fakeStartFileEnv = "GPUCHECK_FAKE_START_FILE"
 )
 
 func TestMain(m *testing.M) {
@@ -105,6 +109,13 @@ func fakeAgent(args []string) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
+	// The receiver's simulator starts its clock as CreateMetrics builds it.
+	if f := os.Getenv(fakeStartFileEnv); f != "" {
+		if err := os.WriteFile(f, []byte(time.Now().Format(time.RFC3339Nano)), 0o600); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+	}
 	rcv, err := factory.CreateMetrics(ctx, receivertest.NewNopSettings(component.MustNewType("gpu")), rcfg, next)
 	if err == nil {
 		err = rcv.Start(ctx, componenttest.NewNopHost())
@@ -188,6 +199,13 @@ func fakeSimulator() (*gpusim.Simulator, error) {
 	if v := os.Getenv(AgentStartedEnv); v != "" {
 		if start, err = time.Parse(time.RFC3339Nano, v); err != nil {
 			return nil, err
+		}
+	}
+	if f := os.Getenv(fakeStartFileEnv); f != "" {
+		if raw, err := os.ReadFile(f); err == nil {
+			if start, err = time.Parse(time.RFC3339Nano, string(raw)); err != nil {
+				return nil, err
+			}
 		}
 	}
 	// The simulator reads its clock once while it is built (its start), then at every call.
