@@ -11,8 +11,9 @@ import (
 )
 
 // The NVML session over the receiver's life: initialised at start and retried with
-// back-off while it fails (no other NVML call is made then), re-initialised when a lost
-// GPU may have come back, and the XID watcher and GPM samples kept in step with it.
+// back-off while it fails (no other NVML call is made then), lost GPUs looked up again by
+// UUID (re-initialised only when no GPU answers at all), and the XID watcher and GPM
+// samples kept in step with it.
 
 // rediscoverAfter is how long a GPU must be lost before it is looked up again, and the
 // first back-off step; each failed look-up doubles the wait up to rediscoverMax.
