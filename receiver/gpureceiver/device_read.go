@@ -108,7 +108,7 @@ func (r *deviceRead) ok(call string, ret nvml.Return) bool {
 	case ret == nvml.ERROR_NO_PERMISSION:
 		// The agent's privileges do not change while it runs: the call is not made again.
 		r.dev.unsupported[call] = true
-		r.countError(call, ret, "NVML refuses this call without a privilege the agent lacks (for MIG queries: the MIG monitor capability, which a container gets with NVIDIA_MIG_MONITOR_DEVICES=all); what it would answer is missing, not zero, and it is not asked again")
+		r.countError(call, ret, "NVML refuses this call without a privilege the agent lacks (for MIG queries: NVIDIA's MIG monitor capability, which the container toolkit grants with NVIDIA_MIG_MONITOR_DEVICES=all to a container holding CAP_SYS_ADMIN); what it would answer is missing, not zero, and it is not asked again")
 	case nvmlclient.IsNoData(ret):
 	default:
 		r.countError(call, ret, "NVML call failed; counted in nvidia.nvml.errors, logged once per GPU, call and code")

@@ -257,7 +257,8 @@ func (r *deviceRead) migProfile(h nvml.Device, gpuInstance int) string {
 	if name == "" && !r.dev.warnedProfile {
 		r.dev.warnedProfile = true
 		r.logger.Warn("Cannot name the profile of a MIG instance; its series carry no nvidia.mig.profile. "+
-			"Give the agent NVIDIA's MIG monitor capability (NVIDIA_MIG_MONITOR_DEVICES=all in a container)",
+			"The driver has no profile names to give (nvmlDeviceGetGpuInstanceProfileInfoV, R515 and later) and the agent "+
+			"lacks NVIDIA's MIG monitor capability (NVIDIA_MIG_MONITOR_DEVICES=all, which the container toolkit grants only with CAP_SYS_ADMIN)",
 			zap.Int("gpu", r.dev.index), zap.Int("gpu_instance", gpuInstance))
 	}
 	st.profiles[gpuInstance] = name
