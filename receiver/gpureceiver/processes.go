@@ -2,6 +2,7 @@ package gpureceiver // import "github.com/otelcol-gpu/otelcol-gpu/receiver/gpure
 
 import (
 	"slices"
+	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -161,16 +162,19 @@ func (r *deviceRead) readMIGProcesses(migs []*migInstance) []gpuProcess {
 // go-nvml), as real drivers return them: a sample no newer than the last one seen, a
 // share above 100 %, or a PID that is not in the process list (an exited process still
 // in the driver's buffer; another PID namespace's process, whose samples are not
-// filtered) is dropped (as nvtop does). A listed process with no sample was idle: NVML
-// keeps samples only of processes that did something. answered is false when the call
-// failed, and nothing can be said then.
-func (r *deviceRead) readProcessUtilization(procs []gpuProcess) (utils map[uint32]*processUtil, answered bool) {
+// filtered) is dropped (as nvtop does). A listed process with no sample was idle - NVML
+// keeps samples only of processes that did something - once a sample period has passed:
+// idleIfMissing says so, and is false when the call failed and nothing can be said.
+func (r *deviceRead) readProcessUtilization(procs []gpuProcess) (utils map[uint32]*processUtil, idleIfMissing bool) {
 	if r.skip(callGetProcessUtil) || !r.metrics.NvidiaGpuProcessUtilization.Enabled {
 		return nil, false
 	}
-	samples, ret := r.dev.handle.GetProcessUtilization(r.dev.lastProcessTS)
+	since := r.dev.lastProcessTS
+	samples, ret := r.dev.handle.GetProcessUtilization(since)
 	if ret == nvml.ERROR_NOT_FOUND {
-		return nil, true // no process was active in the interval
+		// No process was active since the last sample seen - if a sample period has passed
+		// since (at short collection intervals the next one may simply not be taken yet).
+		return nil, r.samplePeriodPassed(since)
 	}
 	if !r.ok(callGetProcessUtil, ret) {
 		return nil, false
@@ -180,19 +184,24 @@ func (r *deviceRead) readProcessUtilization(procs []gpuProcess) (utils map[uint3
 		listed[p.pid] = true
 	}
 	utils = map[uint32]*processUtil{}
-	newest := r.dev.lastProcessTS
+	newest := since
 	for _, smp := range samples {
-		if smp.TimeStamp <= r.dev.lastProcessTS {
+		if smp.TimeStamp <= since {
 			continue
 		}
 		newest = max(newest, smp.TimeStamp)
-		if !listed[smp.Pid] || smp.SmUtil > 100 || smp.MemUtil > 100 || smp.EncUtil > 100 || smp.DecUtil > 100 {
+		if !listed[smp.Pid] {
 			continue
 		}
 		u := utils[smp.Pid]
 		if u == nil {
+			// n stays 0 while every sample of the process is impossible: it was active,
+			// by how much is unknown - reported as nothing, not as idle.
 			u = &processUtil{}
 			utils[smp.Pid] = u
+		}
+		if smp.SmUtil > 100 || smp.MemUtil > 100 || smp.EncUtil > 100 || smp.DecUtil > 100 {
+			continue
 		}
 		u.sm += float64(smp.SmUtil)
 		u.mem += float64(smp.MemUtil)
@@ -201,7 +210,19 @@ func (r *deviceRead) readProcessUtilization(procs []gpuProcess) (utils map[uint3
 		u.n++
 	}
 	r.dev.lastProcessTS = newest
-	return utils, true
+	// A newer sample of any process means a sample period passed in which the others did
+	// nothing.
+	return utils, newest > since || r.samplePeriodPassed(since)
+}
+
+// processSamplePeriod bounds how often the driver takes per-process samples: once this long
+// has passed since the last sample seen without a newer one, the processes were idle.
+const processSamplePeriod = 2 * time.Second
+
+// samplePeriodPassed reports whether a per-process sample period has passed since the
+// sample time since (µs since the epoch, the driver's CPU timestamps; 0 = never).
+func (r *deviceRead) samplePeriodPassed(since uint64) bool {
+	return since == 0 || r.clock().Sub(time.UnixMicro(int64(since))) >= processSamplePeriod
 }
 
 // recordProcesses emits one resource per process on the GPU: the GPU's identity (or its
@@ -220,14 +241,16 @@ func (r *deviceRead) recordProcesses(migs []*migInstance) {
 	if len(procs) == 0 || !m.NvidiaGpuProcessMemoryUsage.Enabled && !m.NvidiaGpuProcessUtilization.Enabled {
 		return
 	}
-	utils, answered := r.readProcessUtilization(procs)
+	utils, idleIfMissing := r.readProcessUtilization(procs)
 	for _, p := range procs {
 		if p.hasMem && m.NvidiaGpuProcessMemoryUsage.Enabled {
 			r.mb.RecordNvidiaGpuProcessMemoryUsageDataPoint(r.now, int64(p.memory))
 		}
-		if u := utils[p.pid]; u != nil {
+		switch u := utils[p.pid]; {
+		case u != nil && u.n > 0:
 			r.recordProcessUtilization(u)
-		} else if answered {
+		case u == nil && idleIfMissing:
+			// No sample at all: NVML keeps samples only of processes that did something.
 			r.recordProcessUtilization(&processUtil{n: 1})
 		}
 		subject := resourceSubject{process: true, pid: p.pid, name: r.procNames.lookup(r.lib, p.pid), graphics: p.graphics, mig: p.mig}

@@ -356,11 +356,12 @@ func TestPCIeByteCounterWraps(t *testing.T) {
 // Per-process samples as real drivers return them (nvtop#110): the sample at lastSeen
 // comes back, a share can exceed 100 %, PIDs outside the process list (an exited process,
 // another PID namespace's) are in the buffer. Those are dropped; a listed process without
-// a sample did nothing in the interval and reads 0.
+// a sample did nothing in the interval and reads 0, one whose samples were all impossible
+// was active and reads nothing.
 func TestProcessUtilizationSamplesAsDriversReturnThem(t *testing.T) {
 	lib, dev := oneGPU()
 	dev.GetComputeRunningProcessesFunc = func() ([]nvml.ProcessInfo, nvml.Return) {
-		return []nvml.ProcessInfo{{Pid: 101, UsedGpuMemory: 1 << 30}, {Pid: 102, UsedGpuMemory: 1 << 30}}, nvml.SUCCESS
+		return []nvml.ProcessInfo{{Pid: 101, UsedGpuMemory: 1 << 30}, {Pid: 102, UsedGpuMemory: 1 << 30}, {Pid: 103, UsedGpuMemory: 1 << 30}}, nvml.SUCCESS
 	}
 	dev.GetGraphicsRunningProcessesFunc = func() ([]nvml.ProcessInfo, nvml.Return) { return nil, nvml.SUCCESS }
 	var lastSeen []uint64
@@ -375,6 +376,7 @@ func TestProcessUtilizationSamplesAsDriversReturnThem(t *testing.T) {
 			{Pid: 101, TimeStamp: since + 2, SmUtil: 180}, // impossible
 			{Pid: 999, TimeStamp: since + 3, SmUtil: 70},  // not in the process list
 			{Pid: 101, TimeStamp: since + 4, SmUtil: 20},  // the interval's
+			{Pid: 103, TimeStamp: since + 5, SmUtil: 250}, // impossible, and its only one
 		}, nvml.SUCCESS
 	}
 	clock := newFakeClock()
@@ -382,14 +384,16 @@ func TestProcessUtilizationSamplesAsDriversReturnThem(t *testing.T) {
 	md := scrapes(t, s, clock, 2)
 	procs := processResources(md)
 	uuid := "GPU-11111111-2222-3333-4444-555555555555"
-	require.Len(t, procs, 2, "no series for PID 999")
+	require.Len(t, procs, 3, "no series for PID 999")
 	assert.InDelta(t, 0.30, pointValue(t, procs[uuid+"/101"], "nvidia.gpu.process.utilization", map[string]string{"nvidia.gpu.engine": "sm"}), 1e-9,
 		"(40+20)/2: the stale and the impossible sample left out")
 	assert.Equal(t, 0.0, pointValue(t, procs[uuid+"/102"], "nvidia.gpu.process.utilization", map[string]string{"nvidia.gpu.engine": "sm"}),
 		"a listed process without a sample was idle, not absent")
+	_, ok := findMetric(procs[uuid+"/103"], "nvidia.gpu.process.utilization")
+	assert.False(t, ok, "a process whose only sample is impossible was active: unknown, not idle")
 	assert.Equal(t, []uint64{0, 1000}, lastSeen)
 	md = scrapes(t, s, clock, 1)
-	assert.Equal(t, uint64(1004), lastSeen[2], "the newest sample seen, whatever its PID")
+	assert.Equal(t, uint64(1005), lastSeen[2], "the newest sample seen, whatever its PID or value")
 }
 
 // nvmlDeviceGetTemperature is deprecated from R570 on (NVML 13 on R580): the supported
