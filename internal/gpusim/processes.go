@@ -92,8 +92,8 @@ func (d *Device) GetGraphicsRunningProcesses() ([]nvml.ProcessInfo, nvml.Return)
 	return d.processInfos("DeviceGetGraphicsRunningProcesses", true)
 }
 
-// overrangeSampleEvery: now and then a sample's share is above 100 %, as real drivers
-// return them (nvtop#110).
+// overrangeSampleEvery: now and then a glitched sample with a share above 100 % sits beside
+// a process's real one, as real drivers return them (nvtop#110).
 const overrangeSampleEvery = 13
 
 // GetProcessUtilization returns one sample per active process per simulated second newer
@@ -135,10 +135,13 @@ func (d *Device) GetProcessUtilization(lastSeen uint64) ([]nvml.ProcessUtilizati
 				EncUtil:   roundU32(d.encoderUtil(r) * p.smShare),
 				DecUtil:   roundU32(r.decoderUtil * p.smShare),
 			}
-			if i == 0 && k%overrangeSampleEvery == 0 {
-				s.SmUtil += 100
-			}
 			out = append(out, s)
+			if i == 0 && k%overrangeSampleEvery == 0 {
+				// A glitched entry beside the real one, for the same process and time.
+				bad := s
+				bad.SmUtil += 100
+				out = append(out, bad)
+			}
 		}
 	}
 	if len(out) == 0 {
