@@ -111,7 +111,14 @@ func fakeAgent(args []string) int {
 	defer stop()
 	// The receiver's simulator starts its clock as CreateMetrics builds it.
 	if f := os.Getenv(fakeStartFileEnv); f != "" {
-		if err := os.WriteFile(f, []byte(time.Now().Format(time.RFC3339Nano)), 0o600); err != nil {
+		// Written beside and renamed into place: a stand-in nvidia-smi reading it at the
+		// same moment must see the whole time or no file, never an empty one.
+		tmp := f + ".tmp"
+		err := os.WriteFile(tmp, []byte(time.Now().Format(time.RFC3339Nano)), 0o600)
+		if err == nil {
+			err = os.Rename(tmp, f)
+		}
+		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
