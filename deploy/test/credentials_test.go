@@ -72,8 +72,20 @@ func TestHelmRefusesCredentialsInClear(t *testing.T) {
 		if err := render(rw("http://mimir.example.com/api/v1/push", bearer, gateway)); err == nil || !strings.Contains(err.Error(), "in clear") {
 			t.Errorf("gateway=%v: bearer over http:// rendered (err %v)", gateway, err)
 		}
-		if err := render(rw("https://u:p@mimir.example.com/api/v1/push", map[string]any{"type": "none"}, gateway)); err == nil || !strings.Contains(err.Error(), "user:password@") {
-			t.Errorf("gateway=%v: a URL with credentials rendered (err %v)", gateway, err)
+		for _, url := range []string{
+			"https://u:p@mimir.example.com/api/v1/push",
+			"https://u:p/q@mimir.example.com/api/v1/push", // '/' in the password
+			"https://u:p#q@mimir.example.com/api/v1/push", // '#' in the password
+			"https://token@mimir.example.com/api/v1/push",
+		} {
+			if err := render(rw(url, map[string]any{"type": "none"}, gateway)); err == nil || !strings.Contains(err.Error(), "user:password@") {
+				t.Errorf("gateway=%v: %s rendered (err %v)", gateway, url, err)
+			}
+		}
+		for _, url := range []string{"https://mimir.example.com/api/v1/push?api_key=x", "https://store.example.com/push?sv=1&sig=x", "https://m.example.com/push?X-Auth-Token=x"} {
+			if err := render(rw(url, map[string]any{"type": "none"}, gateway)); err == nil || !strings.Contains(err.Error(), "secret in its query") {
+				t.Errorf("gateway=%v: %s rendered (err %v)", gateway, url, err)
+			}
 		}
 	}
 	allowed := map[string]any{"type": "bearer", "existingSecret": "token", "allowPlaintext": true}
@@ -83,6 +95,19 @@ func TestHelmRefusesCredentialsInClear(t *testing.T) {
 		t.Error("allowPlaintext does not reach the collector")
 	}
 	validatePod(t, o, spec)
+
+	// NOTES shows where the data goes, not a query that might hold more than it should.
+	out, err := renderChart(t, rw("https://mimir.example.com/api/v1/push?tenant=gpu", map[string]any{"type": "none"}, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, text := range out {
+		if strings.HasSuffix(name, "NOTES.txt") {
+			if strings.Contains(text, "tenant=gpu") || !strings.Contains(text, "https://mimir.example.com/api/v1/push (query not shown)") {
+				t.Errorf("NOTES:\n%s", text)
+			}
+		}
+	}
 }
 
 // helmRenderError renders the chart with values and returns the error (a `fail` in a

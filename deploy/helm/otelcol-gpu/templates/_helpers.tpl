@@ -199,8 +199,12 @@ label its self-metrics with it); the collector refuses both too (converter/crede
 */}}
 {{- define "otelcol-gpu.remoteWriteChecks" -}}
 {{- $url := .Values.remoteWrite.url -}}
-{{- if regexMatch "^[a-zA-Z][a-zA-Z0-9+.-]*://[^/]*@" $url -}}
-{{- fail "remoteWrite.url must not hold credentials (user:password@): use remoteWrite.auth with existingSecret" -}}
+{{- /* Any '@': a password holding '/', '#' or '?' puts it past the first '/' (the collector's rule). */ -}}
+{{- if contains "@" $url -}}
+{{- fail "remoteWrite.url must not hold credentials (user:password@ or token@; an '@' in a path is written %40): use remoteWrite.auth with existingSecret" -}}
+{{- end -}}
+{{- if regexMatch "(?i)[?&]([^=&#]*(auth|token|key|secret|passw|credential|cookie|session|signature)[^=&#]*|sig|pwd)=" $url -}}
+{{- fail "remoteWrite.url must not carry a secret in its query (api_key=, token=, sig=…): use remoteWrite.auth with existingSecret" -}}
 {{- end -}}
 {{- if and (ne .Values.remoteWrite.auth.type "none") (hasPrefix "http://" (lower $url)) (not .Values.remoteWrite.auth.allowPlaintext) -}}
 {{- fail "remoteWrite.auth over http:// sends the credential in clear: use an https:// URL (remoteWrite.tls for its CA), or set remoteWrite.auth.allowPlaintext=true where the path cannot be read" -}}
