@@ -15,8 +15,15 @@ func NewFactory() extension.Factory {
 	return extension.NewFactory(component.MustNewType(typeStr), createDefaultConfig, create, component.StabilityLevelDevelopment)
 }
 
-func createDefaultConfig() component.Config { return &Config{} }
+func createDefaultConfig() component.Config {
+	return &Config{
+		ReloadInterval:      defaultReloadInterval,
+		MaxConcurrentChecks: defaultMaxConcurrentChecks,
+		MaxQueuedChecks:     defaultMaxQueuedChecks,
+		CacheSize:           defaultCacheSize,
+	}
+}
 
-func create(_ context.Context, _ extension.Settings, cfg component.Config) (extension.Extension, error) {
-	return &authenticator{cfg: cfg.(*Config)}, nil
+func create(_ context.Context, set extension.Settings, cfg component.Config) (extension.Extension, error) {
+	return newAuthenticator(cfg.(*Config), defaultDeps(set.Logger))
 }
