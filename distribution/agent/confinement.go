@@ -9,10 +9,12 @@ import (
 	"os"
 
 	"github.com/otelcol-gpu/otelcol-gpu/internal/confinement"
+	"github.com/otelcol-gpu/otelcol-gpu/internal/confinement/landlock"
 )
 
 // init confines the agent before the collector starts (internal/confinement): in the
-// host's PID namespace it may signal, trace or reschedule no process but itself.
+// host's PID namespace it may signal, trace or reschedule no process but itself, and
+// write only beneath its own directories (internal/confinement/landlock).
 // OTELCOL_GPU_CONFINEMENT=off leaves it out; a filter that cannot be installed stops the
 // agent rather than let it run unconfined unnoticed.
 func init() {
@@ -27,5 +29,11 @@ func init() {
 	if err := confinement.Apply(os.Getpid()); err != nil {
 		fmt.Fprintf(os.Stderr, "otelcol-gpu-agent: %v; set %s=off to run without the confinement\n", err, confinement.EnvVar)
 		os.Exit(1)
+	}
+	// Its writes were confined by Landlock before the runtime started (the package's C
+	// constructor). A kernel without Landlock runs it anyway: refusing would leave the
+	// node unwatched, and the seccomp filter above still holds.
+	if ll := landlock.Status(); !ll.Applied {
+		fmt.Fprintf(os.Stderr, "otelcol-gpu-agent: writes are not confined (Landlock: %s: %v; it needs Linux 5.13+ with landlock in the lsm= boot list): through /proc/<pid>/root this process could write into other root processes' files\n", ll.Step, ll.Err)
 	}
 }
