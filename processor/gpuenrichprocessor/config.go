@@ -84,6 +84,12 @@ type ProcessesConfig struct {
 	// MaxExecutableNameLength cuts process.executable.name (after replacing unprintable
 	// characters) to this many characters.
 	MaxExecutableNameLength int `mapstructure:"max_executable_name_length"`
+	// MaxExecutableNamesPerGPU bounds the executable names with series of their own per
+	// GPU (or MIG instance) within ExecutableNamesWindow; further names are written
+	// "(other)", their owner kept, and counted in nvidia.gpu.processes.folded. 0: no bound.
+	MaxExecutableNamesPerGPU int `mapstructure:"max_executable_names_per_gpu"`
+	// ExecutableNamesWindow is how long a name holds its place after it was last seen.
+	ExecutableNamesWindow time.Duration `mapstructure:"executable_names_window"`
 }
 
 // KubeAPIConfig: what the kubelet's pod-resources answer cannot say — whether a listed pod
@@ -177,6 +183,12 @@ func (cfg *Config) Validate() error {
 	}
 	if cfg.Processes.MaxPerGPU < 0 {
 		errs = append(errs, fmt.Errorf("processes.max_per_gpu: must be 0 (no bound) or more, got %d", cfg.Processes.MaxPerGPU))
+	}
+	if cfg.Processes.MaxExecutableNamesPerGPU < 0 {
+		errs = append(errs, fmt.Errorf("processes.max_executable_names_per_gpu: must be 0 (no bound) or more, got %d", cfg.Processes.MaxExecutableNamesPerGPU))
+	}
+	if cfg.Processes.MaxExecutableNamesPerGPU > 0 && cfg.Processes.ExecutableNamesWindow <= 0 {
+		errs = append(errs, fmt.Errorf("processes.executable_names_window: must be positive, got %s", cfg.Processes.ExecutableNamesWindow))
 	}
 	if cfg.Processes.MaxExecutableNameLength < 1 {
 		errs = append(errs, fmt.Errorf("processes.max_executable_name_length: must be at least 1, got %d", cfg.Processes.MaxExecutableNameLength))

@@ -28,9 +28,10 @@ type processGroup struct {
 // foldProcessSeries bounds the per-process series, after attribution and the per-pod
 // values have used every process: processes whose series would carry the same labels are
 // summed into one (without process.pid, unless processes.keep_pid), executable names are
-// sanitised and cut, and beyond processes.max_per_gpu series per GPU the smallest by
-// memory are summed into one "(other)" series without owner. It returns how many were
-// folded into "(other)" in this batch.
+// sanitised and cut, a name beyond processes.max_executable_names_per_gpu on its GPU within
+// the window becomes "(other)" (executable_names.go), and beyond processes.max_per_gpu
+// series per GPU the smallest by memory are summed into one "(other)" series without
+// owner. It returns how many were folded into "(other)" in this batch.
 func (p *gpuEnrichProcessor) foldProcessSeries(md pmetric.Metrics, b *batch) int {
 	cfg := p.cfg.Processes
 	byGPU := map[string][]*processView{}
@@ -42,6 +43,8 @@ func (p *gpuEnrichProcessor) foldProcessSeries(md pmetric.Metrics, b *batch) int
 		byGPU[proc.on] = append(byGPU[proc.on], proc)
 	}
 	folded := 0
+	now := p.now()
+	defer p.executableNames.forgetIdle(now)
 	replace := map[pmetric.ResourceMetrics]bool{}
 	out := pmetric.NewResourceMetricsSlice()
 	for _, gpu := range order {
@@ -50,7 +53,12 @@ func (p *gpuEnrichProcessor) foldProcessSeries(md pmetric.Metrics, b *batch) int
 			attrs := proc.rm.Resource().Attributes()
 			if v, ok := attrs.Get(gpuschema.ResourceProcessExecutableName); ok {
 				name := v.AsString()
-				if clean := sanitizeExecutable(name, cfg.MaxExecutableNameLength); clean != name || v.Type() != pcommon.ValueTypeStr {
+				clean := sanitizeExecutable(name, cfg.MaxExecutableNameLength)
+				if !p.executableNames.admit(gpu, clean, now) {
+					clean = otherProcesses
+					folded++
+				}
+				if clean != name || v.Type() != pcommon.ValueTypeStr {
 					attrs.PutStr(gpuschema.ResourceProcessExecutableName, clean)
 				}
 			}
@@ -88,7 +96,7 @@ func (p *gpuEnrichProcessor) foldProcessSeries(md pmetric.Metrics, b *batch) int
 		}
 	}
 	if len(replace) == 0 {
-		return 0
+		return folded // names written "(other)" in place, nothing to sum
 	}
 	md.ResourceMetrics().RemoveIf(func(rm pmetric.ResourceMetrics) bool { return replace[rm] })
 	out.MoveAndAppendTo(md.ResourceMetrics())

@@ -146,6 +146,67 @@ func TestProcessSeriesPerGPUAreBounded(t *testing.T) {
 	}
 }
 
+// A workload whose process takes a new executable name every collection (a counter or a
+// temporary path in it) adds new series only up to max_executable_names_per_gpu within the
+// window; later names are written "(other)" with their owner kept, and counted. A name
+// that was admitted keeps its series; once the window has passed without it, its place
+// goes to a new name.
+func TestExecutableNamesPerGPUAreBoundedOverTime(t *testing.T) {
+	cfg := createDefaultConfig().(*Config)
+	cfg.Processes.MaxExecutableNamesPerGPU = 3
+	cfg.Processes.ExecutableNamesWindow = time.Hour
+	clock := newFakeClock()
+	pids := fakePIDs{}
+	p := newProcessor(cfg, processortest.NewNopSettings(metadata.Type), clock.Now, sources{pids: pids})
+	require.NoError(t, p.start(context.Background(), nil))
+	seen := map[string]bool{}
+	for s := range 20 {
+		pids[uint32(100+s)] = cgroup.Location{PodUID: uidTrainer, ContainerID: idTrainer}
+		procs := []procSpec{
+			{pid: 7, exe: "python3", mem: 1 << 20},                             // the same name every time
+			{pid: uint32(100 + s), exe: fmt.Sprintf("run-%d", s), mem: 2 << 20}, // a new name every time
+		}
+		out, err := p.processMetrics(context.Background(), processScrape(s, procs))
+		require.NoError(t, err)
+		series := processSeries(out)
+		assert.Equal(t, float64(1<<20), series["python3"], "collection %d: the steady name keeps its series", s)
+		for k := range series {
+			seen[k] = true
+		}
+		clock.Step(10 * time.Second)
+	}
+	assert.Equal(t, map[string]bool{
+		"python3": true, "run-0@" + uidTrainer: true, "run-1@" + uidTrainer: true,
+		otherProcesses + "@" + uidTrainer: true,
+	}, seen, "three names within the hour (python3, run-0, run-1), then \"(other)\" for the pod's later names")
+	out, err := p.processMetrics(context.Background(), processScrape(20, nil))
+	require.NoError(t, err)
+	host := resources(out, map[string]string{"!hw.id": "", "host.name": "*"})[0]
+	assert.Equal(t, float64(18), point(t, host, "nvidia.gpu.processes.folded"), "run-2 … run-19 counted")
+
+	// An hour after run-0 and run-1 were last seen, new names take their places.
+	clock.Step(time.Hour)
+	pids[500] = cgroup.Location{PodUID: uidTrainer, ContainerID: idTrainer}
+	out, err = p.processMetrics(context.Background(), processScrape(3700, []procSpec{
+		{pid: 7, exe: "python3", mem: 1 << 20}, {pid: 500, exe: "fresh", mem: 2 << 20},
+	}))
+	require.NoError(t, err)
+	assert.Equal(t, map[string]float64{"python3": 1 << 20, "fresh@" + uidTrainer: 2 << 20}, processSeries(out))
+}
+
+func TestExecutableNamesBoundValidation(t *testing.T) {
+	cfg := createDefaultConfig().(*Config)
+	assert.Equal(t, 16, cfg.Processes.MaxExecutableNamesPerGPU)
+	assert.Equal(t, time.Hour, cfg.Processes.ExecutableNamesWindow)
+	cfg.Processes.MaxExecutableNamesPerGPU = -1
+	assert.ErrorContains(t, cfg.Validate(), "processes.max_executable_names_per_gpu")
+	cfg.Processes.MaxExecutableNamesPerGPU = 4
+	cfg.Processes.ExecutableNamesWindow = 0
+	assert.ErrorContains(t, cfg.Validate(), "processes.executable_names_window")
+	cfg.Processes.MaxExecutableNamesPerGPU = 0 // no bound: no window needed
+	assert.NoError(t, cfg.Validate())
+}
+
 func TestKeepPIDKeepsOneSeriesPerProcess(t *testing.T) {
 	cfg := createDefaultConfig().(*Config)
 	cfg.Processes.KeepPID = true

@@ -46,6 +46,8 @@ type gpuEnrichProcessor struct {
 	unlistedLogged map[string]bool
 	// folded counts the processes summed into "(other)" series since start.
 	folded int64
+	// executableNames bounds the executable names per GPU over time.
+	executableNames *executableNames
 	// exited counts the processes dropped since start because they had exited before
 	// their cgroup was read.
 	exited int64
@@ -64,8 +66,9 @@ func newProcessor(cfg *Config, set processor.Settings, now func() time.Time, src
 		stale:     staleness.New(steadySeries(cfg), gpuschema.SteadyResendMax),
 		steady:    newSteadyOutputs(cfg),
 
-		userResource:   pcommon.NewResource(),
-		unlistedLogged: map[string]bool{},
+		userResource:    pcommon.NewResource(),
+		unlistedLogged:  map[string]bool{},
+		executableNames: newExecutableNames(cfg.Processes.MaxExecutableNamesPerGPU, cfg.Processes.ExecutableNamesWindow),
 	}
 }
 

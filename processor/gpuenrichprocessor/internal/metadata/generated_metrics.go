@@ -1285,7 +1285,7 @@ type metricNvidiaGpuProcessesFolded struct {
 // init fills nvidia.gpu.processes.folded metric with initial data.
 func (m *metricNvidiaGpuProcessesFolded) init() {
 	m.data.SetName("nvidia.gpu.processes.folded")
-	m.data.SetDescription("GPU processes summed into the (other) process series of a GPU because the GPU had more process series than processes.max_per_gpu, since the processor started. Growing: a workload runs many distinct processes per GPU (raise the bound, or rely on the per-pod series, which count every process).")
+	m.data.SetDescription("GPU processes counted under the (other) executable name since the processor started: summed into a GPU's ownerless (other) series because the GPU had more process series than processes.max_per_gpu, or written (other), their owner kept, because their executable name came after processes.max_executable_names_per_gpu other names on that GPU within processes.executable_names_window. Growing: a workload runs many distinct processes per GPU, or names its processes anew all the time (raise the bounds, or rely on the per-pod series, which count every process).")
 	m.data.SetUnit("{process}")
 	m.data.SetEmptySum()
 	m.data.Sum().SetIsMonotonic(true)

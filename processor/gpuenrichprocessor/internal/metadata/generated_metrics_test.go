@@ -543,7 +543,7 @@ func TestMetricsBuilder(t *testing.T) {
 					validatedMetrics["nvidia.gpu.processes.folded"] = true
 					assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
 					assert.Equal(t, 1, mi.Sum().DataPoints().Len())
-					assert.Equal(t, "GPU processes summed into the (other) process series of a GPU because the GPU had more process series than processes.max_per_gpu, since the processor started. Growing: a workload runs many distinct processes per GPU (raise the bound, or rely on the per-pod series, which count every process).", mi.Description())
+					assert.Equal(t, "GPU processes counted under the (other) executable name since the processor started: summed into a GPU's ownerless (other) series because the GPU had more process series than processes.max_per_gpu, or written (other), their owner kept, because their executable name came after processes.max_executable_names_per_gpu other names on that GPU within processes.executable_names_window. Growing: a workload runs many distinct processes per GPU, or names its processes anew all the time (raise the bounds, or rely on the per-pod series, which count every process).", mi.Description())
 					assert.Equal(t, "{process}", mi.Unit())
 					assert.True(t, mi.Sum().IsMonotonic())
 					assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
