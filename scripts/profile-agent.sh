@@ -62,7 +62,7 @@ pids+=($!)
 	echo "extensions:"
 	echo "  pprof: {endpoint: 127.0.0.1:$pprof_port}"
 	echo "service:"
-	echo "  extensions: [health_check, pprof, drain]"
+	echo "  extensions: [health_check, pprof]"
 	echo "  pipelines:"
 	echo "    metrics:"
 	echo "      receivers: [$(seq -s, -f 'gpu/%g' 0 $((nodes - 1)))]"

@@ -20,11 +20,12 @@ import (
 )
 
 // TestPrometheusOutageLosesNoSample: with the shipped agent configuration (requests queued
-// in memory and retried), Prometheus goes away for long enough to miss many batches and
-// comes back: every sample the agent produced in the meantime arrives.
+// in memory, each retried for up to 25 s), Prometheus goes away for 20 s (a restart),
+// missing twenty batches, and comes back: every sample the agent produced in the meantime
+// arrives, and nothing is logged as dropped.
 func TestPrometheusOutageLosesNoSample(t *testing.T) {
 	p := prom.Start(t, "")
-	startAgent(t, p, "e2e-outage", "dgxh100", "steady-training")
+	agent := startAgentOn(t, p, "e2e-outage", "dgxh100", "steady-training", agentNode{})
 	series := `hw_energy_joules_total{host_name="e2e-outage",nvidia_gpu_index="0"}`
 	// At least 5 samples before the outage: the window checked below starts 3 s before
 	// it, and must not start before the agent's first sample.
@@ -38,9 +39,10 @@ func TestPrometheusOutageLosesNoSample(t *testing.T) {
 
 	p.Stop()
 	down := time.Now()
-	time.Sleep(12 * time.Second) // 12 scrapes at 1 s, several batches
+	time.Sleep(20 * time.Second) // 20 scrapes at 1 s, 20 requests
 	p.Restart(t)
 	up := time.Now()
+	t.Logf("Prometheus down for %s", up.Sub(down).Round(10*time.Millisecond))
 
 	// Every second between well before the outage and well after it has its sample.
 	from, to := down.Add(-3*time.Second), up.Add(5*time.Second)
@@ -77,6 +79,9 @@ func TestPrometheusOutageLosesNoSample(t *testing.T) {
 		}
 		return nil
 	})
+	if strings.Contains(agent.Output(), "Dropping data") {
+		t.Error("the agent dropped data during a 20 s outage")
+	}
 }
 
 // TestKilledAgentDeliversItsWALAfterRestart: with the opt-in WAL overlay, Prometheus is

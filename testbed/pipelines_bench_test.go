@@ -183,6 +183,7 @@ func startNative(t *testing.T, p *prom.Server, gpus int, interval time.Duration,
 		// Read only with the OTLP overlay (otlpNode's URL).
 		"PROMETHEUS_OTLP_URL=http://" + p.Addr + "/api/v1/otlp/v1/metrics",
 		"OTELCOL_GPU_WAL_DIR=" + t.TempDir(),
+		"OTELCOL_GPU_QUEUE_DIR=" + t.TempDir(),
 		"OTELCOL_GPU_KUBELET_SOCKET=unix://" + filepath.Join(t.TempDir(), "no-kubelet.sock"),
 		"OTELCOL_GPU_PROC_ROOT=" + t.TempDir(),
 		"OTELCOL_GPU_POD_LOGS_DIR=" + t.TempDir(),
@@ -293,10 +294,9 @@ func TestPipelinesSideBySide(t *testing.T) {
 		fmt.Fprintf(&table, "| | | medians of %d rounds, each running every path in turn | | | | | |\n", rounds)
 	}
 	const (
-		native  = "a) native"
-		contrib = "a''') native, contrib's prometheus_remote_write"
-		otlp    = "a'') native, OTLP into Prometheus 3"
-		wal     = "a') native + WAL overlay"
+		native = "a) native"
+		otlp   = "a'') native, OTLP into Prometheus 3"
+		wal    = "a') native + WAL overlay"
 	)
 	for _, gpus := range gpuCounts {
 		for _, interval := range intervals {
@@ -320,14 +320,6 @@ func TestPipelinesSideBySide(t *testing.T) {
 				if os.Getenv("BENCH_NATIVE_ONLY") != "" {
 					continue // measuring a variation of the native agent (BENCH_NATIVE_ENV, BENCH_AGENT_SETS)
 				}
-
-				// The same agent with contrib's remote-write exporter instead of remote_write
-				// (what the WAL overlay runs, without the WAL).
-				p = prom.Start(t, "")
-				agent = startNative(t, p, gpus, interval, "testbed/testdata/contrib-remote-write.yaml")
-				results.add(t, contrib, p, measure(t, p, agent, warm, window))
-				agent.Stop(10 * time.Second)
-				p.Stop()
 
 				// The same agent with native OTLP into Prometheus 3 instead of remote-write.
 				p = startPrometheusOTLP(t)
@@ -365,9 +357,9 @@ func TestPipelinesSideBySide(t *testing.T) {
 			costs, perMinute := results.median(results.perK), results.median(results.perGPUMinute)
 			for _, size := range benchExpositionSizes(nativePerGPU) {
 				b, c := size.agentPath(), size.collectorPath()
-				fmt.Fprintf(&table, "| %d | %s | ratio a/b, a/c, a''/b, a'''/b (%s) | | | %.2f, %.2f, %.2f, %.2f | %.2f, %.2f, %.2f, %.2f | |\n", gpus, interval, size.label,
-					costs[native]/costs[b], costs[native]/costs[c], costs[otlp]/costs[b], costs[contrib]/costs[b],
-					perMinute[native]/perMinute[b], perMinute[native]/perMinute[c], perMinute[otlp]/perMinute[b], perMinute[contrib]/perMinute[b])
+				fmt.Fprintf(&table, "| %d | %s | ratio a/b, a/c, a''/b (%s) | | | %.2f, %.2f, %.2f | %.2f, %.2f, %.2f | |\n", gpus, interval, size.label,
+					costs[native]/costs[b], costs[native]/costs[c], costs[otlp]/costs[b],
+					perMinute[native]/perMinute[b], perMinute[native]/perMinute[c], perMinute[otlp]/perMinute[b])
 			}
 		}
 	}

@@ -13,8 +13,7 @@ import (
 
 // TestProtocolsSideBySide: what the three ways into Prometheus 3 cost, the shipped agent on
 // one simulated DGX H200 (shared-gpu, pods attributed, 1 s interval) each: remote-write 1.0
-// by remote_write (the default) and by contrib's prometheus_remote_write, remote-write 2.0
-// (contrib's alpha gate) and native OTLP
+// (the default), remote-write 2.0 (contrib's alpha gate) and native OTLP
 // (deploy/config-overlays/prometheus-otlp.yaml). CPU of the agent and of Prometheus per
 // 1000 samples Prometheus appended. Figures go to docs/benchmarks.md, never into pass/fail.
 func TestProtocolsSideBySide(t *testing.T) {
@@ -23,15 +22,12 @@ func TestProtocolsSideBySide(t *testing.T) {
 	var table strings.Builder
 	fmt.Fprintf(&table, "\n| path | samples/s | agent CPU ms per 1000 samples | Prometheus CPU ms per 1000 samples | agent peak RSS MiB |\n|---|---|---|---|---|\n")
 	costs := map[string][2]float64{}
-	for _, path := range []string{"remote-write 1.0", "remote-write 1.0, contrib", "remote-write 2.0", "OTLP"} {
+	for _, path := range []string{"remote-write 1.0", "remote-write 2.0", "OTLP"} {
 		var p *prom.Server
 		node := fakeNode(t, uuids)
 		switch path {
 		case "remote-write 1.0":
 			p = prom.Start3(t, "")
-		case "remote-write 1.0, contrib":
-			p = prom.Start3(t, "")
-			node = contribRWNode(node)
 		case "remote-write 2.0":
 			p = prom.Start3(t, "")
 			node = rw2Node(node)
@@ -52,7 +48,7 @@ func TestProtocolsSideBySide(t *testing.T) {
 		p.Stop()
 	}
 	base := costs["remote-write 1.0"]
-	for _, path := range []string{"remote-write 1.0, contrib", "remote-write 2.0", "OTLP"} {
+	for _, path := range []string{"remote-write 2.0", "OTLP"} {
 		fmt.Fprintf(&table, "| %s / 1.0 | | %.2f× | %.2f× | |\n", path, costs[path][0]/base[0], costs[path][1]/base[1])
 	}
 	t.Log(table.String())

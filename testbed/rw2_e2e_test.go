@@ -14,35 +14,12 @@ import (
 // rw2Gate is contrib's feature gate for sending Remote-Write 2.0 (alpha at v0.161).
 const rw2Gate = "--feature-gates=exporter.prometheusremotewritexporter.enableSendingRW2"
 
-// rw2Node switches the shipped agent's remote-write to 2.0: contrib's exporter (the
-// default remote_write sends 1.0 only), with its protobuf message.
+// rw2Node switches the shipped agent's remote-write to 2.0: contrib's feature gate and
+// protobuf message.
 func rw2Node(node agentNode) agentNode {
 	node.flags = append(node.flags, rw2Gate)
-	node.sets = append(node.sets, "exporters::prometheus_remote_write::protobuf_message=io.prometheus.write.v2.Request",
-		"service::pipelines::metrics::exporters=[prometheus_remote_write]")
+	node.sets = append(node.sets, "exporters::prometheus_remote_write::protobuf_message=io.prometheus.write.v2.Request")
 	return node
-}
-
-// contribRWNode switches the shipped agent from remote_write to contrib's
-// prometheus_remote_write (what the WAL overlay does).
-func contribRWNode(node agentNode) agentNode {
-	node.sets = append(node.sets, "service::pipelines::metrics::exporters=[prometheus_remote_write]")
-	return node
-}
-
-// TestRemoteWriteExporterMatchesContribs: the agent's default exporter (remote_write,
-// Prometheus's own OTLP translation with label sets remembered) stores exactly the series
-// names and label sets contrib's prometheus_remote_write stores from the same GPUs and
-// pods — on a node with processes attributed to pods, where most series come and go —, so
-// that switching between them (the WAL overlay does) changes no query, rule or dashboard.
-func TestRemoteWriteExporterMatchesContribs(t *testing.T) {
-	ours := prom.Start3(t, "")
-	contrib := prom.Start3(t, "")
-	uuids := simulatedUUIDs(t, "dgxh200")
-	startAgentOn(t, ours, "rw-same", "dgxh200", "shared-gpu", fakeNode(t, uuids))
-	startAgentOn(t, contrib, "rw-same", "dgxh200", "shared-gpu", contribRWNode(fakeNode(t, uuids)))
-
-	eventuallySameSeries(t, "rw-same", "remote_write", ours, "prometheus_remote_write", contrib)
 }
 
 // TestRemoteWrite2IntoPrometheus3MatchesRemoteWrite1: contrib's remote-write exporter at our

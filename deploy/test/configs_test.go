@@ -52,45 +52,27 @@ func TestGatewayConfigsMatchAgent(t *testing.T) {
 	if !reflect.DeepEqual(agent["service"].(map[string]any)["telemetry"], toGateway["service"].(map[string]any)["telemetry"]) {
 		t.Error("agent-to-gateway.yaml's telemetry differs from agent.yaml's")
 	}
-	for _, id := range []string{"remote_write", "prometheus_remote_write"} {
-		exporter := func(cfg map[string]any) any { return cfg["exporters"].(map[string]any)[id] }
-		if !reflect.DeepEqual(exporter(agent), exporter(gateway)) {
-			t.Errorf("configs/gateway.yaml's %s differs from configs/agent.yaml's:\n agent:   %v\n gateway: %v", id, exporter(agent), exporter(gateway))
-		}
+	exporter := func(cfg map[string]any) any { return cfg["exporters"].(map[string]any)["prometheus_remote_write"] }
+	if !reflect.DeepEqual(exporter(agent), exporter(gateway)) {
+		t.Errorf("configs/gateway.yaml's prometheus_remote_write differs from configs/agent.yaml's:\n agent:   %v\n gateway: %v", exporter(agent), exporter(gateway))
 	}
 }
 
-// TestBothRemoteWriteExportersSendTheSame: configs/agent.yaml runs remote_write and keeps
-// contrib's prometheus_remote_write for the WAL overlay (and the gateway runs it); both
-// must send to the same place, with the same labels, through the drain middleware, and
-// retry alike, so that switching between them changes no series and no delivery.
-func TestBothRemoteWriteExportersSendTheSame(t *testing.T) {
+// TestRemoteWriteSendsOneRequestAtATime: the agent's and the gateway's pipelines export
+// through contrib's prometheus_remote_write alone, one request at a time (a series'
+// samples stay in order: Prometheus rejects out-of-order samples).
+func TestRemoteWriteSendsOneRequestAtATime(t *testing.T) {
 	for _, rel := range []string{"configs/agent.yaml", "configs/gateway.yaml"} {
 		cfg := loadYAML(t, rel)
-		ours := cfg["exporters"].(map[string]any)["remote_write"].(map[string]any)
-		contrib := cfg["exporters"].(map[string]any)["prometheus_remote_write"].(map[string]any)
-		for _, path := range [][]string{
-			{"http", "endpoint"}, {"http", "middlewares"}, {"resource_constant_labels"}, {"target_info"}, {"retry_on_failure"},
-		} {
-			if a, b := dig(ours, path...), dig(contrib, path...); a == nil || !reflect.DeepEqual(a, b) {
-				t.Errorf("%s: remote_write's %s (%v) differs from prometheus_remote_write's (%v)", rel, strings.Join(path, "."), a, b)
-			}
+		if exporters := dig(cfg, "exporters").(map[string]any); len(exporters) != 1 || exporters["prometheus_remote_write"] == nil {
+			t.Errorf("%s defines exporters %v, want prometheus_remote_write alone", rel, exporters)
 		}
-		if dig(contrib, "disable_scope_info") != true || dig(ours, "promote_scope_metadata") == true {
-			t.Errorf("%s: one exporter adds otel_scope_* labels and the other does not", rel)
+		if pipeline := dig(cfg, "service", "pipelines", "metrics", "exporters"); !reflect.DeepEqual(pipeline, []any{"prometheus_remote_write"}) {
+			t.Errorf("%s's pipeline exports to %v, want [prometheus_remote_write]", rel, pipeline)
 		}
-		queue := dig(ours, "sending_queue", "num_consumers")
-		if fmt.Sprint(queue) != "1" || fmt.Sprint(dig(contrib, "max_batch_request_parallelism")) != "1" {
-			t.Errorf("%s: each exporter must send one request at a time (sending_queue.num_consumers %v)", rel, queue)
+		if p := dig(cfg, "exporters", "prometheus_remote_write", "max_batch_request_parallelism"); fmt.Sprint(p) != "1" {
+			t.Errorf("%s: max_batch_request_parallelism %v, want 1", rel, p)
 		}
-	}
-	pipeline := dig(loadYAML(t, "configs/agent.yaml"), "service", "pipelines", "metrics", "exporters")
-	if !reflect.DeepEqual(pipeline, []any{"remote_write"}) {
-		t.Errorf("configs/agent.yaml's pipeline exports to %v, want [remote_write]", pipeline)
-	}
-	wal := dig(loadYAML(t, "deploy/config-overlays/remote-write-wal.yaml"), "service", "pipelines", "metrics", "exporters")
-	if !reflect.DeepEqual(wal, []any{"prometheus_remote_write"}) {
-		t.Errorf("remote-write-wal.yaml's pipeline exports to %v, want [prometheus_remote_write] (the WAL is contrib's)", wal)
 	}
 }
 
@@ -137,8 +119,7 @@ func TestConfigsValidate(t *testing.T) {
 
 // TestRemoteWriteWALIsOptIn: the shipped configs buffer remote-write in memory; the WAL
 // (contrib's retries a rejected request forever, contrib #41785) comes only from
-// deploy/config-overlays/remote-write-wal.yaml, which adds nothing else but telling the drain
-// extension that unsent data stays on disk.
+// deploy/config-overlays/remote-write-wal.yaml, which sets nothing else.
 func TestRemoteWriteWALIsOptIn(t *testing.T) {
 	prw := func(cfg map[string]any) map[string]any {
 		return cfg["exporters"].(map[string]any)["prometheus_remote_write"].(map[string]any)
@@ -149,10 +130,8 @@ func TestRemoteWriteWALIsOptIn(t *testing.T) {
 		}
 	}
 	overlay := loadYAML(t, "deploy/config-overlays/remote-write-wal.yaml")
-	drain := map[string]any{"drain": map[string]any{"on_disk": true}}
-	pipeline := map[string]any{"pipelines": map[string]any{"metrics": map[string]any{"exporters": []any{"prometheus_remote_write"}}}}
-	if len(overlay) != 3 || len(overlay["exporters"].(map[string]any)) != 1 || !reflect.DeepEqual(overlay["extensions"], drain) || !reflect.DeepEqual(overlay["service"], pipeline) {
-		t.Errorf("remote-write-wal.yaml must set exporters.prometheus_remote_write, extensions.drain.on_disk and the pipeline's exporters only: %v", overlay)
+	if len(overlay) != 1 || len(overlay["exporters"].(map[string]any)) != 1 || len(prw(overlay)) != 1 {
+		t.Errorf("remote-write-wal.yaml must set exporters.prometheus_remote_write.wal only: %v", overlay)
 	}
 	wal, _ := prw(overlay)["wal"].(map[string]any)
 	if dir, _ := wal["directory"].(string); !strings.Contains(dir, "${env:OTELCOL_GPU_WAL_DIR") {

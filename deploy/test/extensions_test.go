@@ -137,9 +137,12 @@ service:
 exporters:
   prometheus_remote_write:
     http:
-      middlewares: [{id: drain}]
+      auth:
+        authenticator: bearertokenauth/remote_write
+extensions:
+  bearertokenauth/remote_write: {}
 service:
-  extensions: [drain]
+  extensions: [bearertokenauth/remote_write]
 `)
 	rec := &recordingTB{TB: t}
 	checkExtensionsStarted(rec, base, overlay)

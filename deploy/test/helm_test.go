@@ -207,22 +207,15 @@ func TestHelmFullValues(t *testing.T) {
 	wantOver := map[string]any{
 		"processors": map[string]any{"gpu_enrich": map[string]any{"processes": map[string]any{"enabled": false}}},
 		"exporters": map[string]any{
-			// Both remote-write exporters carry TLS, whichever the pipeline runs.
-			"remote_write": map[string]any{"http": map[string]any{"tls": map[string]any{
-				"ca_file":              "/etc/otelcol-gpu/remote-write-ca/ca.crt",
-				"insecure_skip_verify": false,
-				"server_name_override": "mimir.internal",
-			}}},
 			"prometheus_remote_write": map[string]any{"http": map[string]any{"tls": map[string]any{
 				"ca_file":              "/etc/otelcol-gpu/remote-write-ca/ca.crt",
 				"insecure_skip_verify": false,
 				"server_name_override": "mimir.internal",
 			}}},
-			"otlp_http/extra": map[string]any{"endpoint": "https://otlp.example.com:4318", "compression": "gzip",
-				"middlewares": []any{map[string]any{"id": "drain"}}},
+			"otlp_http/extra": map[string]any{"endpoint": "https://otlp.example.com:4318", "compression": "gzip"},
 		},
 		"service": map[string]any{"pipelines": map[string]any{"metrics": map[string]any{
-			// full-values.yaml turns the WAL on: contrib's exporter, with the extra one.
+			// The remote-write exporter, with the extra one.
 			"exporters": []any{"prometheus_remote_write", "otlp_http/extra"},
 		}}},
 	}

@@ -42,7 +42,7 @@ type otelCollector struct {
 		LivenessProbe           *operatorProbe              `json:"livenessProbe"`
 		ReadinessProbe          *operatorProbe              `json:"readinessProbe"`
 		Config                  map[string]any              `json:"config"`
-		// Kubernetes' default (30 s) is what the agent's flush timeout is sized for; stated
+		// Kubernetes' default (30 s) is what the agent's remote-write timeout is sized for; stated
 		// so that a change to one is seen next to the other.
 		TerminationGracePeriodSeconds *int64 `json:"terminationGracePeriodSeconds"`
 	} `json:"spec"`

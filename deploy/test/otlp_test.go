@@ -13,7 +13,7 @@ import (
 // every kind of node (Kubernetes, MIG, Slurm) and with every opt-in attribute on.
 func TestOTLPPromotesWhatRemoteWritePromotes(t *testing.T) {
 	agent := loadYAML(t, "configs/agent.yaml")
-	prw := agent["exporters"].(map[string]any)["remote_write"].(map[string]any)
+	prw := agent["exporters"].(map[string]any)["prometheus_remote_write"].(map[string]any)
 	var patterns []string
 	for _, p := range prw["resource_constant_labels"].(map[string]any)["included"].([]any) {
 		patterns = append(patterns, p.(string))

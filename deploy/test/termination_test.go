@@ -13,21 +13,28 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// stopMargin is what a stop takes besides the flush timeout: the receivers and processors
-// shut down, the exporters see their last refusals, extensions and telemetry close
-// (measured in the testbed: about a second), with room to spare on a loaded node.
+// stopMargin is what a stop takes besides the requests' timeouts: the receivers and
+// processors shut down, extensions and telemetry close (measured in the testbed: about a
+// second), with room to spare on a loaded node.
 const stopMargin = 5 * time.Second
 
 // defaultGracePeriod is Kubernetes' terminationGracePeriodSeconds when a pod sets none.
 const defaultGracePeriod = 30 * time.Second
 
-// TestGracePeriodsOutlastTheFlushTimeout: every form that runs the collector (each
-// rendered DaemonSet and Deployment, the operator's resource, the systemd unit) leaves it
-// longer between SIGTERM and SIGKILL than the flush timeout its own config and environment
-// give the drain extension, plus stopMargin; and every remote-write or OTLP/HTTP exporter
-// it runs is bounded by that extension. A SIGKILL that comes first drops the whole buffer,
-// which is what the flush timeout is there to avoid.
-func TestGracePeriodsOutlastTheFlushTimeout(t *testing.T) {
+// outage is the backend outage (a Prometheus restart) that must lose nothing.
+const outage = 20 * time.Second
+
+// TestGracePeriodsOutlastTheRemoteWriteTimeout: every form that runs the collector (each
+// rendered DaemonSet and Deployment, the operator's resource, the systemd unit) runs each
+// prometheus_remote_write exporter with retries every second or slower, a timeout per
+// request long enough for a 20 s outage to lose nothing, and a grace period before SIGKILL
+// that leaves the request in flight its whole timeout. contrib's exporter retries a request
+// until its timeout, at shutdown too, and nothing else bounds a stop during an outage: with
+// no timeout a SIGTERM during an outage never ends and the SIGKILL drops the whole buffer
+// uncounted; a grace period shorter than the timeout does the same to the request in
+// flight. (Each request still queued behind it gets its own timeout: deploy/README.md,
+// "Stopping".)
+func TestGracePeriodsOutlastTheRemoteWriteTimeout(t *testing.T) {
 	for _, set := range renderedSets(t) {
 		t.Run(set.name, func(t *testing.T) {
 			for name, ds := range set.o.daemonSets {
@@ -91,28 +98,6 @@ func TestGracePeriodsOutlastTheFlushTimeout(t *testing.T) {
 	})
 }
 
-// TestEveryOverlayKeepsTheDrainExtension: configs merge lists by replacing them, so an
-// overlay that sets service.extensions must name drain again, or the remote-write
-// exporter's middleware would point at an extension that is not running.
-func TestEveryOverlayKeepsTheDrainExtension(t *testing.T) {
-	for _, dir := range []string{"configs", "deploy/config-overlays"} {
-		entries, err := os.ReadDir(filepath.Join(repoRoot(t), dir))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, e := range entries {
-			rel := filepath.Join(dir, e.Name())
-			if rel == "configs/demo.yaml" || rel == "configs/agent-to-gateway.yaml" {
-				continue // configs of their own, not over agent.yaml or gateway.yaml
-			}
-			exts, ok := dig(loadConfigs(t, []string{filepath.Join(repoRoot(t), rel)})[0], "service", "extensions").([]any)
-			if ok && !slices.Contains(exts, any("drain")) {
-				t.Errorf("%s sets service.extensions %v without drain", rel, exts)
-			}
-		}
-	}
-}
-
 func gracePeriod(spec corev1.PodSpec) time.Duration {
 	if spec.TerminationGracePeriodSeconds == nil {
 		return defaultGracePeriod
@@ -150,54 +135,46 @@ func checkStopBounded(t *testing.T, what string, grace time.Duration, configs []
 		}
 		return v
 	}
-	// Exporters whose shutdown only the drain extension bounds: remote-write, ours and
-	// contrib's (retries
-	// without a deadline from an in-memory queue) and OTLP/HTTP (one attempt per queued
-	// request, each up to its timeout). otlp_grpc with its on-disk queue stops by itself.
-	var unbounded []string
+	var ids []string
 	for _, c := range configs {
 		exporters, _ := dig(c, "exporters").(map[string]any)
 		for id := range exporters {
-			typ, _, _ := strings.Cut(id, "/")
-			if typ != "remote_write" && typ != "prometheus_remote_write" && typ != "otlp_http" || slices.Contains(unbounded, id) {
-				continue
+			if typ, _, _ := strings.Cut(id, "/"); typ == "prometheus_remote_write" && !slices.Contains(ids, id) {
+				ids = append(ids, id)
 			}
-			unbounded = append(unbounded, id)
 		}
 	}
-	if len(unbounded) == 0 {
-		return
-	}
-	slices.Sort(unbounded)
-	exts, _ := last("service", "extensions").([]any)
-	if !slices.Contains(exts, any("drain")) {
-		t.Errorf("%s: exporters %v, but the drain extension is not in service.extensions %v: a SIGTERM during a backend outage never ends", what, unbounded, exts)
-		return
-	}
-	for _, id := range unbounded {
-		path := []string{"exporters", id, "middlewares"}
-		if strings.HasPrefix(id, "prometheus_remote_write") || strings.HasPrefix(id, "remote_write") {
-			path = []string{"exporters", id, "http", "middlewares"}
+	slices.Sort(ids)
+	duration := func(id, field string, def time.Duration, path ...string) time.Duration {
+		v, ok := last(append([]string{"exporters", id}, path...)...).(string)
+		if !ok {
+			return def
 		}
-		mw, _ := last(path...).([]any)
-		if !slices.ContainsFunc(mw, func(m any) bool { return dig(m, "id") == "drain" }) {
-			t.Errorf("%s: exporter %s does not use the drain middleware (%s)", what, id, strings.Join(path, "."))
+		d, err := time.ParseDuration(expandEnv(v, env))
+		if err != nil {
+			t.Errorf("%s: exporter %s: %s %q: %v", what, id, field, v, err)
+		}
+		return d
+	}
+	for _, id := range ids {
+		// contrib's defaults: 5 s per request, a retry every 50 ms.
+		timeout := duration(id, "timeout", 5*time.Second, "timeout")
+		interval := duration(id, "retry_on_failure.initial_interval", 50*time.Millisecond, "retry_on_failure", "initial_interval")
+		t.Logf("%s: exporter %s: timeout %s, retries every %s, grace period %s", what, id, timeout, interval, grace)
+		switch {
+		case timeout == 0:
+			t.Errorf("%s: exporter %s has no timeout: a SIGTERM during an outage never ends and the SIGKILL drops everything buffered, uncounted", what, id)
+		case timeout < outage+2*interval:
+			t.Errorf("%s: exporter %s gives a request %s, retrying every %s: a %s outage drops data", what, id, timeout, interval, outage)
+		case grace < timeout+stopMargin:
+			t.Errorf("%s: grace period %s before SIGKILL, exporter %s's timeout %s: the grace period must be at least %s longer, or a SIGTERM during an outage loses the request in flight uncounted",
+				what, grace, id, timeout, stopMargin)
+		}
+		// The exporter ignores max_interval: every retry comes after initial_interval.
+		if interval < time.Second {
+			t.Errorf("%s: exporter %s retries every %s: a backend that is down gets %.0f requests a second from every node", what, id, interval, float64(time.Second)/float64(interval))
 		}
 	}
-
-	flush := 20 * time.Second // the extension's default
-	if v, ok := last("extensions", "drain", "flush_timeout").(string); ok {
-		var err error
-		if flush, err = time.ParseDuration(expandEnv(v, env)); err != nil {
-			t.Errorf("%s: drain.flush_timeout %q: %v", what, v, err)
-			return
-		}
-	}
-	if grace < flush+stopMargin {
-		t.Errorf("%s: grace period %s before SIGKILL, flush timeout %s: the grace period must be at least %s longer",
-			what, grace, flush, stopMargin)
-	}
-	t.Logf("%s: flush timeout %s, grace period %s", what, flush, grace)
 }
 
 var envRef = regexp.MustCompile(`\$\{env:([A-Za-z0-9_]+)(?::-([^}]*))?\}`)

@@ -132,9 +132,7 @@ gateway mode): TLS towards the remote-write endpoint and the extra OTLP exporter
 {{- if $tls.serverName -}}
 {{- $_ := set $t "server_name_override" $tls.serverName -}}
 {{- end -}}
-{{- /* Both remote-write exporters: the pipeline runs one of them (remote-write-wal.yaml). */ -}}
-{{- $_ := set $exporters "remote_write" (dict "http" (dict "tls" $t)) -}}
-{{- $_ := set $exporters "prometheus_remote_write" (dict "http" (dict "tls" (deepCopy $t))) -}}
+{{- $_ := set $exporters "prometheus_remote_write" (dict "http" (dict "tls" $t)) -}}
 {{- end -}}
 {{- $x := .Values.extraOtlpExporter -}}
 {{- if $x.enabled -}}
@@ -149,17 +147,8 @@ gateway mode): TLS towards the remote-write endpoint and the extra OTLP exporter
 {{- if $x.insecure -}}
 {{- $_ := set $cfg "tls" (dict "insecure" true) -}}
 {{- end -}}
-{{- /* Shutdown bounded by the drain extension, as remote-write (otlp_grpc stops by itself). */ -}}
-{{- if eq $x.protocol "http" -}}
-{{- $_ := set $cfg "middlewares" (list (dict "id" "drain")) -}}
-{{- end -}}
 {{- $_ := set $exporters $id $cfg -}}
-{{- /* The agent remote-writes through remote_write, unless the WAL (contrib's) is on; the gateway through prometheus_remote_write. */ -}}
-{{- $rw := "remote_write" -}}
-{{- if or .Values.gateway.enabled .Values.remoteWrite.wal.enabled -}}
-{{- $rw = "prometheus_remote_write" -}}
-{{- end -}}
-{{- $_ := set $service "pipelines" (dict "metrics" (dict "exporters" (list $rw $id))) -}}
+{{- $_ := set $service "pipelines" (dict "metrics" (dict "exporters" (list "prometheus_remote_write" $id))) -}}
 {{- end -}}
 {{- $out := dict -}}
 {{- if $exporters -}}
