@@ -38,6 +38,9 @@ type agentNode struct {
 	overlays []string
 	// walDir is the remote-write WAL's directory (a fresh one when empty).
 	walDir string
+	// queueDir is the OTLP overlay's on-disk send queue (OTELCOL_GPU_QUEUE_DIR; a fresh
+	// one when empty).
+	queueDir string
 	// sets are extra --set overrides.
 	sets []string
 	// env is extra environment (e.g. KUBECONFIG for k8s_attributes).
@@ -63,6 +66,9 @@ func startAgentOn(t *testing.T, p *prom.Server, host, system, scenario string, n
 	if node.walDir == "" {
 		node.walDir = t.TempDir()
 	}
+	if node.queueDir == "" {
+		node.queueDir = t.TempDir()
+	}
 	if node.kubeletSocket == "" {
 		node.kubeletSocket = filepath.Join(t.TempDir(), "no-kubelet.sock")
 	}
@@ -80,6 +86,7 @@ func startAgentOn(t *testing.T, p *prom.Server, host, system, scenario string, n
 		"PROMETHEUS_REMOTE_WRITE_URL=" + p.RemoteWriteURL(),
 		"OTELCOL_GPU_HOST_NAME=" + host,
 		"OTELCOL_GPU_WAL_DIR=" + node.walDir,
+		"OTELCOL_GPU_QUEUE_DIR=" + node.queueDir,
 		"OTELCOL_GPU_INTERVAL=1s",
 		"OTELCOL_GPU_HEALTH_ENDPOINT=" + health,
 		fmt.Sprintf("OTELCOL_GPU_TELEMETRY_PORT=%d", proc.FreePort(t)),
