@@ -89,8 +89,6 @@ build:
 generate: tools
 	cd receiver/gpureceiver && $(MDATAGEN) metadata.yaml
 	scripts/mdatagen-processor.sh $(MDATAGEN)
-	cd extension/drainextension && $(MDATAGEN) metadata.yaml
-	cd exporter/remotewriteexporter && $(MDATAGEN) metadata.yaml
 	$(OCB) --config builder-config.yaml --skip-compilation
 	$(OCB) --config builder-config-agent.yaml --skip-compilation
 	go run ./dashboards/gen -out dashboards

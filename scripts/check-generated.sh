@@ -16,9 +16,6 @@ generated=(
   processor/gpuenrichprocessor/documentation.md
   processor/gpuenrichprocessor/generated_component_test.go
   processor/gpuenrichprocessor/generated_package_test.go
-  extension/drainextension/internal/metadata
-  extension/drainextension/generated_component_test.go
-  extension/drainextension/generated_package_test.go
   distribution/main.go
   distribution/main_others.go
   distribution/main_windows.go
