@@ -391,3 +391,28 @@ func tail(s string, n int) string {
 	}
 	return "…" + s[len(s)-n:]
 }
+
+// TestOTLPFromTheGatewayTier: a gateway on configs/gateway.yaml with the OTLP overlays
+// (prometheus-otlp.yaml, then prometheus-otlp-gateway.yaml, which keeps its agents'
+// authenticator started) sends what an agent in gateway mode gives it to Prometheus 3 over
+// OTLP, through its own on-disk queue: the series arrive with their identity.
+func TestOTLPFromTheGatewayTier(t *testing.T) {
+	p := startPrometheusOTLP(t)
+	auth := newGatewayAuth(t)
+	overlays := filepath.Join(proc.RepoRoot(), "deploy", "config-overlays")
+	queue := t.TempDir()
+	otlp, _ := startGateway(t, p.RemoteWriteURL(), auth, []string{
+		filepath.Join(proc.RepoRoot(), "configs", "gateway.yaml"),
+		filepath.Join(overlays, "prometheus-otlp.yaml"),
+		filepath.Join(overlays, "prometheus-otlp-gateway.yaml"),
+	}, "processors::batch::timeout=1s",
+		"exporters::otlp_http/prometheus::metrics_endpoint="+otlpURL(p),
+		"extensions::file_storage/queue::directory="+queue)
+	startAgentToGateway(t, auth, otlp, "otlp-gw-node", t.TempDir())
+	prom.Eventually(t, 90*time.Second, "series from the gateway over OTLP", func() error {
+		return eightGPUsWithIdentity(p, `hw_gpu_utilization_ratio{hw_gpu_task="general"}`, "otlp-gw-node")
+	})
+	if entries, err := os.ReadDir(queue); err != nil || len(entries) == 0 {
+		t.Errorf("the gateway's queue directory %s holds nothing (%v): the overlay's queue is not the one in use", queue, err)
+	}
+}
