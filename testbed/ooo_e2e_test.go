@@ -81,9 +81,11 @@ func TestOutOfOrderWindowRejectsTooOldAndDeliveryGoesOn(t *testing.T) {
 		if n := tsdbCounter(t, p, "prometheus_tsdb_too_old_samples_total"); n == 0 {
 			return fmt.Errorf("Prometheus refused no sample as too old")
 		}
-		// The agent's remote_write names the status and Prometheus's reason: "Exporting
-		// failed. Dropping data. ... refused N series: 400 Bad Request: too old sample".
-		if out := late.Output(); !strings.Contains(out, "Dropping data") || !strings.Contains(out, "400 Bad Request: too old sample") {
+		// prometheus_remote_write logs the status and Prometheus's reason ("failed to send
+		// WriteRequest to remote endpoint" with "status": "400 Bad Request" and the body,
+		// "too old sample"), then the exporter helper the drop ("Exporting failed. Dropping
+		// data.").
+		if out := late.Output(); !strings.Contains(out, "Dropping data") || !strings.Contains(out, `"status": "400 Bad Request"`) || !strings.Contains(out, "too old sample") {
 			return fmt.Errorf("the late agent logged no refusal naming its reason")
 		}
 		return nil

@@ -1,7 +1,7 @@
 // Package contract derives, from the metadata.yaml files of the receiver and the
 // processor (the metric contract), the names the metrics have once they land in Prometheus
-// through remote-write with its default translation (the agent's remote_write and contrib's
-// prometheus_remote_write name series alike). Rules and dashboards are
+// through remote-write with its default translation (contrib's prometheus_remote_write, as
+// configs/agent.yaml runs it). Rules and dashboards are
 // checked against it, so that a renamed metric breaks the build instead of a dashboard.
 package contract // import "github.com/otelcol-gpu/otelcol-gpu/internal/contract"
 
