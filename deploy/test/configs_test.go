@@ -104,7 +104,7 @@ func TestConfigsValidate(t *testing.T) {
 		"agent+tls+basic":           {cfg("configs/agent.yaml"), cfg("deploy/config-overlays/remote-write-tls.yaml"), cfg("deploy/config-overlays/remote-write-auth-basic.yaml")},
 		"gateway+tls+bearer":        {cfg("configs/gateway.yaml"), cfg("deploy/config-overlays/remote-write-tls.yaml"), cfg("deploy/config-overlays/remote-write-auth-bearer-gateway.yaml")},
 		"agent+prometheus-otlp":     {cfg("configs/agent.yaml"), cfg("deploy/config-overlays/prometheus-otlp.yaml")},
-		"gateway+prometheus-otlp":   {cfg("configs/gateway.yaml"), cfg("deploy/config-overlays/prometheus-otlp.yaml")},
+		"gateway+prometheus-otlp":   {cfg("configs/gateway.yaml"), cfg("deploy/config-overlays/prometheus-otlp.yaml"), cfg("deploy/config-overlays/prometheus-otlp-gateway.yaml")},
 		"gateway+basic+wal":         {cfg("configs/gateway.yaml"), cfg("deploy/config-overlays/remote-write-auth-basic.yaml"), cfg("deploy/config-overlays/remote-write-wal.yaml")},
 	} {
 		t.Run(name, func(t *testing.T) {
