@@ -163,7 +163,7 @@ func TestExecutableNamesPerGPUAreBoundedOverTime(t *testing.T) {
 	for s := range 20 {
 		pids[uint32(100+s)] = cgroup.Location{PodUID: uidTrainer, ContainerID: idTrainer}
 		procs := []procSpec{
-			{pid: 7, exe: "python3", mem: 1 << 20},                             // the same name every time
+			{pid: 7, exe: "python3", mem: 1 << 20},                              // the same name every time
 			{pid: uint32(100 + s), exe: fmt.Sprintf("run-%d", s), mem: 2 << 20}, // a new name every time
 		}
 		out, err := p.processMetrics(context.Background(), processScrape(s, procs))
