@@ -21,6 +21,7 @@ import (
 	filestorage "github.com/open-telemetry/opentelemetry-collector-contrib/extension/storage/filestorage"
 	bearertokenauthextension "github.com/open-telemetry/opentelemetry-collector-contrib/extension/bearertokenauthextension"
 	basicauthserverextension "github.com/otelcol-gpu/otelcol-gpu/extension/basicauthserverextension"
+	authauditextension "github.com/otelcol-gpu/otelcol-gpu/extension/authauditextension"
 	gpuenrichprocessor "github.com/otelcol-gpu/otelcol-gpu/processor/gpuenrichprocessor"
 	batchprocessor "go.opentelemetry.io/collector/processor/batchprocessor"
 	memorylimiterprocessor "go.opentelemetry.io/collector/processor/memorylimiterprocessor"
@@ -57,6 +58,7 @@ func components() (otelcol.Factories, error) {
 		filestorage.NewFactory(),
 		bearertokenauthextension.NewFactory(),
 		basicauthserverextension.NewFactory(),
+		authauditextension.NewFactory(),
 	)
 	if err != nil {
 		return otelcol.Factories{}, err
@@ -67,6 +69,7 @@ func components() (otelcol.Factories, error) {
 		filestorage.NewFactory().Type(): "github.com/open-telemetry/opentelemetry-collector-contrib/extension/storage/filestorage v0.161.0",
 		bearertokenauthextension.NewFactory().Type(): "github.com/open-telemetry/opentelemetry-collector-contrib/extension/bearertokenauthextension v0.161.0",
 		basicauthserverextension.NewFactory().Type(): "github.com/otelcol-gpu/otelcol-gpu v0.0.0",
+		authauditextension.NewFactory().Type(): "github.com/otelcol-gpu/otelcol-gpu v0.0.0",
 	})
 
 	factories.Receivers, err = otelcol.MakeFactoryMap[receiver.Factory](

@@ -164,20 +164,29 @@ func (bearer) RequireTransportSecurity() bool { return true }
 // writing to rwURL, and returns its OTLP address.
 func startGateway(t testing.TB, rwURL string, a *gatewayAuth, configs []string, sets ...string) (string, *proc.Process) {
 	t.Helper()
+	otlp, _, gw := startGatewayWithTelemetry(t, rwURL, a, configs, sets...)
+	return otlp, gw
+}
+
+// startGatewayWithTelemetry is startGateway that also returns the address of the
+// gateway's own metrics (host:port, /metrics).
+func startGatewayWithTelemetry(t testing.TB, rwURL string, a *gatewayAuth, configs []string, sets ...string) (string, string, *proc.Process) {
+	t.Helper()
 	otlp := fmt.Sprintf("127.0.0.1:%d", proc.FreePort(t))
 	health := fmt.Sprintf("127.0.0.1:%d", proc.FreePort(t))
+	telemetryPort := proc.FreePort(t)
 	env := append([]string{
 		"PROMETHEUS_REMOTE_WRITE_URL=" + rwURL,
 		"OTELCOL_GPU_OTLP_ENDPOINT=" + otlp,
 		"OTELCOL_GPU_WAL_DIR=" + t.TempDir(),
 		"OTELCOL_GPU_HEALTH_ENDPOINT=" + health,
-		fmt.Sprintf("OTELCOL_GPU_TELEMETRY_PORT=%d", proc.FreePort(t)),
+		fmt.Sprintf("OTELCOL_GPU_TELEMETRY_PORT=%d", telemetryPort),
 	}, a.gatewayEnv()...)
 	if configs == nil {
 		configs = []string{filepath.Join(proc.RepoRoot(), "configs", "gateway.yaml")}
 	}
 	gw := proc.Collector(t, "gateway", env, configs, health, sets...)
-	return otlp, gw
+	return otlp, fmt.Sprintf("127.0.0.1:%d", telemetryPort), gw
 }
 
 // probe is one GPU-like series from host: nvidia.gpu.probe, value 1.
