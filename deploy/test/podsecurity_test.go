@@ -190,6 +190,33 @@ func TestPodSecurityAdmission(t *testing.T) {
 						HostPath: &corev1.HostPathVolumeSource{Path: "/proc"},
 					}})
 				}},
+				// Baseline's other rules, which the namespace's "privileged" drops.
+				{"pod seccomp Unconfined", "no Unconfined seccomp profile", func(p *corev1.Pod) {
+					podSecurity(p).SeccompProfile = &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeUnconfined}
+				}},
+				{"container seccomp Unconfined", "no Unconfined seccomp profile", func(p *corev1.Pod) {
+					p.Spec.Containers[0].SecurityContext.SeccompProfile = &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeUnconfined}
+				}},
+				{"container AppArmor Unconfined", "no unconfined AppArmor profile", func(p *corev1.Pod) {
+					p.Spec.Containers[0].SecurityContext.AppArmorProfile = &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeUnconfined}
+				}},
+				{"SELinux type spc-t", "SELinux options limited", func(p *corev1.Pod) {
+					podSecurity(p).SELinuxOptions = &corev1.SELinuxOptions{Type: "spc_t"}
+				}},
+				{"SELinux user", "SELinux options limited", func(p *corev1.Pod) {
+					p.Spec.Containers[0].SecurityContext.SELinuxOptions = &corev1.SELinuxOptions{User: "system_u"}
+				}},
+				{"unsafe sysctl", "only baseline's safe sysctls", func(p *corev1.Pod) {
+					podSecurity(p).Sysctls = []corev1.Sysctl{{Name: "kernel.msgmax", Value: "65536"}}
+				}},
+				{"host path not recursively read-only", "recursively read-only", func(p *corev1.Pod) {
+					disabled := corev1.RecursiveReadOnlyDisabled
+					for i, m := range p.Spec.Containers[0].VolumeMounts {
+						if m.MountPath == "/var/lib/kubelet/pod-resources" {
+							p.Spec.Containers[0].VolumeMounts[i].RecursiveReadOnly = &disabled
+						}
+					}
+				}},
 				{"writable pod-resources", "read-only", func(p *corev1.Pod) {
 					for i, m := range p.Spec.Containers[0].VolumeMounts {
 						if m.MountPath == "/var/lib/kubelet/pod-resources" {
@@ -263,3 +290,11 @@ func TestPodSecurityAdmission(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// podSecurity is the pod's security context, created if it has none.
+func podSecurity(p *corev1.Pod) *corev1.PodSecurityContext {
+	if p.Spec.SecurityContext == nil {
+		p.Spec.SecurityContext = &corev1.PodSecurityContext{}
+	}
+	return p.Spec.SecurityContext
+}
