@@ -274,6 +274,20 @@ func validateConfigs(t testing.TB, build string, env map[string]string, files ..
 // from Secrets are replaced by placeholders.
 func validatePod(t testing.TB, o *objects, spec corev1.PodSpec, configMapNames ...map[string]string) {
 	t.Helper()
+	// Credentials are readable by the pod's user and group only (mode 0440, group fsGroup),
+	// not by every UID in the container (the kubelet's default, 0644).
+	for _, v := range spec.Volumes {
+		if v.Secret != nil && (v.Secret.DefaultMode == nil || *v.Secret.DefaultMode != 0o440) {
+			t.Errorf("Secret volume %s (%s): defaultMode %v, want 0440", v.Name, v.Secret.SecretName, v.Secret.DefaultMode)
+		}
+	}
+	if sc := spec.SecurityContext; sc != nil && sc.RunAsUser != nil && *sc.RunAsUser != 0 {
+		for _, v := range spec.Volumes {
+			if v.Secret != nil && sc.FSGroup == nil {
+				t.Errorf("Secret volume %s: a pod of UID %d reads a 0440 Secret only through fsGroup, which is %v", v.Name, *sc.RunAsUser, sc.FSGroup)
+			}
+		}
+	}
 	files, env := podConfigs(t, o, spec)
 	validateConfigs(t, podBuild(t, spec.Containers[0]), env, files...)
 }

@@ -223,6 +223,7 @@ label its self-metrics with it); the collector refuses both too (converter/crede
 - name: remote-write-token
   secret:
     secretName: {{ include "otelcol-gpu.remoteWriteSecret" . }}
+    defaultMode: 0440 # owner and group (fsGroup) only
     items:
       - key: {{ .Values.remoteWrite.auth.tokenKey }}
         path: token
@@ -232,6 +233,7 @@ label its self-metrics with it); the collector refuses both too (converter/crede
 - name: remote-write-ca
   secret:
     secretName: {{ .caSecret }}
+    defaultMode: 0440 # owner and group (fsGroup) only
     items:
       - key: {{ .caKey }}
         path: {{ .caKey }}
