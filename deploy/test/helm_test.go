@@ -1,12 +1,15 @@
 package deploytest
 
 import (
+	"crypto/x509"
+	"encoding/pem"
 	"path/filepath"
 	"reflect"
 	"slices"
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
@@ -368,4 +371,48 @@ func TestHelmGatewayBearer(t *testing.T) {
 		t.Error("the gateway's bearer overlay differs from deploy/config-overlays: run deploy/sync-configs.sh")
 	}
 	validatePod(t, o, gspec)
+}
+
+// TestHelmGeneratedGatewayCertificateExpires: the chart's generated CA and certificate live
+// gateway.tls.generatedValidityDays (1 year by default, not 10), and the Secret says when
+// they expire, so that a rotation can be planned.
+func TestHelmGeneratedGatewayCertificateExpires(t *testing.T) {
+	for _, days := range []int{0, 90} {
+		values := map[string]any{"gateway": map[string]any{"enabled": true}}
+		want := 365
+		if days > 0 {
+			values["gateway"].(map[string]any)["tls"] = map[string]any{"generatedValidityDays": days}
+			want = days
+		}
+		o := helmTemplateValues(t, values)
+		sec, ok := o.secrets["otelcol-gpu-gateway-tls"]
+		if !ok {
+			t.Fatal("no generated gateway TLS Secret")
+		}
+		certPEM := sec.Data["tls.crt"]
+		if len(certPEM) == 0 {
+			certPEM = []byte(sec.StringData["tls.crt"])
+		}
+		caPEM := sec.Data["ca.crt"]
+		if len(caPEM) == 0 {
+			caPEM = []byte(sec.StringData["ca.crt"])
+		}
+		for name, raw := range map[string][]byte{"certificate": certPEM, "CA": caPEM} {
+			block, _ := pem.Decode(raw)
+			if block == nil {
+				t.Fatalf("%s: no PEM", name)
+			}
+			c, err := x509.ParseCertificate(block.Bytes)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if life := c.NotAfter.Sub(c.NotBefore); life > time.Duration(want+1)*24*time.Hour {
+				t.Errorf("validity %d days: the %s lives %v", want, name, life)
+			}
+		}
+		notAfter := sec.Annotations["otelcol-gpu.io/not-after"]
+		if wantDate := time.Now().AddDate(0, 0, want).Format("2006-01-02"); notAfter != wantDate && notAfter != time.Now().AddDate(0, 0, want-1).Format("2006-01-02") {
+			t.Errorf("otelcol-gpu.io/not-after = %q, want %s", notAfter, wantDate)
+		}
+	}
 }
