@@ -82,6 +82,26 @@ func TestOperatorCollector(t *testing.T) {
 		t.Error("upgradeStrategy must be none: the operator must not migrate a non-contrib image's config")
 	}
 
+	// The pods the operator creates carry its labels, not the resource's selector
+	// (manifestutils.Labels: managed-by opentelemetry-operator, instance
+	// <namespace>.<name>): the NetworkPolicy selects them by those, and lets only
+	// namespace monitoring reach the self-metrics.
+	np := o.netpols["otelcol-gpu-agent"]
+	if np == nil {
+		t.Fatal("no NetworkPolicy for the operator's agent pods")
+	}
+	wantSel := map[string]string{
+		"app.kubernetes.io/managed-by": "opentelemetry-operator",
+		"app.kubernetes.io/instance":   cr.Metadata.Namespace + "." + cr.Metadata.Name,
+	}
+	if !reflect.DeepEqual(np.Spec.PodSelector.MatchLabels, wantSel) || np.Namespace != cr.Metadata.Namespace {
+		t.Errorf("NetworkPolicy selects %v in %s, want %v in %s", np.Spec.PodSelector.MatchLabels, np.Namespace, wantSel, cr.Metadata.Namespace)
+	}
+	if len(np.Spec.Ingress) != 1 || len(np.Spec.Ingress[0].Ports) != 1 || np.Spec.Ingress[0].Ports[0].Port.IntValue() != 8888 ||
+		len(np.Spec.Ingress[0].From) != 1 || np.Spec.Ingress[0].From[0].NamespaceSelector.MatchLabels["kubernetes.io/metadata.name"] != "monitoring" {
+		t.Errorf("NetworkPolicy ingress = %+v, want 8888 from namespace monitoring only", np.Spec.Ingress)
+	}
+
 	// The config is configs/agent.yaml.
 	var agent map[string]any
 	if err := yaml.Unmarshal(readRepoFile(t, "configs/agent.yaml"), &agent); err != nil {
