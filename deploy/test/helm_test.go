@@ -3,6 +3,7 @@ package deploytest
 import (
 	"crypto/x509"
 	"encoding/pem"
+	"fmt"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -17,6 +18,7 @@ import (
 	"helm.sh/helm/v3/pkg/lint"
 	"helm.sh/helm/v3/pkg/lint/support"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	"sigs.k8s.io/yaml"
 )
 
@@ -414,5 +416,65 @@ func TestHelmGeneratedGatewayCertificateExpires(t *testing.T) {
 		if wantDate := time.Now().AddDate(0, 0, want).Format("2006-01-02"); notAfter != wantDate && notAfter != time.Now().AddDate(0, 0, want-1).Format("2006-01-02") {
 			t.Errorf("otelcol-gpu.io/not-after = %q, want %s", notAfter, wantDate)
 		}
+	}
+}
+
+// TestHelmEgressPolicies: with networkPolicy.egress.enabled the agents may reach only DNS,
+// the API server's endpoints and the backend (the gateway instead, in gateway mode), and the
+// gateway only DNS and the backend; off (the default) egress stays open.
+func TestHelmEgressPolicies(t *testing.T) {
+	egress := map[string]any{
+		"enabled":   true,
+		"apiServer": []any{map[string]any{"cidr": "172.18.0.2/32", "port": 6443}},
+		"backend":   []any{map[string]any{"namespace": "monitoring", "podLabels": map[string]any{"app.kubernetes.io/name": "prometheus"}, "port": 9090}},
+	}
+	peers := func(np *networkingv1.NetworkPolicy) []string {
+		var out []string
+		for _, r := range np.Spec.Egress {
+			for _, to := range r.To {
+				for _, p := range r.Ports {
+					switch {
+					case to.IPBlock != nil:
+						out = append(out, fmt.Sprintf("%s:%s", to.IPBlock.CIDR, p.Port.String()))
+					default:
+						out = append(out, fmt.Sprintf("%s/%v:%s/%s", to.NamespaceSelector.MatchLabels["kubernetes.io/metadata.name"], to.PodSelector.MatchLabels, p.Port.String(), *p.Protocol))
+					}
+				}
+			}
+		}
+		sort.Strings(out)
+		return out
+	}
+	dns := []string{"kube-system/map[k8s-app:kube-dns]:53/TCP", "kube-system/map[k8s-app:kube-dns]:53/UDP"}
+
+	o := helmTemplateValues(t, map[string]any{"networkPolicy": map[string]any{"egress": egress}})
+	agent := o.netpols["otelcol-gpu-agent"]
+	want := append(append([]string{"172.18.0.2/32:6443"}, dns...), "monitoring/map[app.kubernetes.io/name:prometheus]:9090/TCP")
+	sort.Strings(want)
+	if got := peers(agent); !slices.Equal(got, want) || !slices.Contains(agent.Spec.PolicyTypes, networkingv1.PolicyTypeEgress) {
+		t.Errorf("agent egress %v (types %v), want %v", got, agent.Spec.PolicyTypes, want)
+	}
+
+	o = helmTemplateValues(t, map[string]any{"networkPolicy": map[string]any{"egress": egress}, "gateway": map[string]any{"enabled": true}})
+	agent = o.netpols["otelcol-gpu-agent"]
+	gwPeer := fmt.Sprintf("otelcol-gpu-gateway/%v:4317/TCP", o.deployment(t, "otelcol-gpu-gateway").Spec.Selector.MatchLabels)
+	want = append([]string{"172.18.0.2/32:6443", gwPeer}, dns...)
+	sort.Strings(want)
+	if got := peers(agent); !slices.Equal(got, want) {
+		t.Errorf("agent egress in gateway mode %v, want %v (the gateway, not the backend)", got, want)
+	}
+	gw := o.netpols["otelcol-gpu-gateway"]
+	want = append(append([]string(nil), dns...), "monitoring/map[app.kubernetes.io/name:prometheus]:9090/TCP")
+	sort.Strings(want)
+	if got := peers(gw); !slices.Equal(got, want) || !slices.Contains(gw.Spec.PolicyTypes, networkingv1.PolicyTypeEgress) {
+		t.Errorf("gateway egress %v, want %v", got, want)
+	}
+
+	o = helmTemplateValues(t, map[string]any{})
+	if np := o.netpols["otelcol-gpu-agent"]; len(np.Spec.Egress) != 0 || slices.Contains(np.Spec.PolicyTypes, networkingv1.PolicyTypeEgress) {
+		t.Errorf("egress restricted by default: %+v", np.Spec)
+	}
+	if _, err := renderChart(t, map[string]any{"networkPolicy": map[string]any{"egress": map[string]any{"enabled": true, "backend": []any{map[string]any{"port": 9090}}}}}); err == nil || !strings.Contains(err.Error(), "needs cidr or namespace") {
+		t.Errorf("a backend entry without cidr or namespace: %v", err)
 	}
 }

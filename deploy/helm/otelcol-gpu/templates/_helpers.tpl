@@ -310,3 +310,45 @@ label its self-metrics with it); the collector refuses both too (converter/crede
 {{- end -}}
 {{- toJson $files -}}
 {{- end -}}
+
+{{/* Egress rules for one destination list ({cidr, port} or {namespace, podLabels, port}). */}}
+{{- define "otelcol-gpu.egressTo" -}}
+{{- range . }}
+- to:
+    {{- if hasKey . "cidr" }}
+    - ipBlock:
+        cidr: {{ .cidr }}
+    {{- else }}
+    - namespaceSelector:
+        matchLabels:
+          kubernetes.io/metadata.name: {{ required "networkPolicy.egress: an entry needs cidr or namespace" (get . "namespace") }}
+      {{- with (get . "podLabels") }}
+      podSelector:
+        matchLabels:
+          {{- toYaml . | nindent 10 }}
+      {{- end }}
+    {{- end }}
+  ports:
+    - port: {{ required "networkPolicy.egress: an entry needs a port" (get . "port") }}
+      protocol: TCP
+{{- end }}
+{{- end -}}
+
+{{/* DNS, always first in an egress list. */}}
+{{- define "otelcol-gpu.egressDNS" -}}
+{{- $dns := .Values.networkPolicy.egress.dns -}}
+- to:
+    - namespaceSelector:
+        matchLabels:
+          kubernetes.io/metadata.name: {{ $dns.namespace }}
+      {{- with $dns.podLabels }}
+      podSelector:
+        matchLabels:
+          {{- toYaml . | nindent 10 }}
+      {{- end }}
+  ports:
+    - port: 53
+      protocol: UDP
+    - port: 53
+      protocol: TCP
+{{- end -}}
