@@ -114,7 +114,7 @@ bench-go:
 
 ## bench-pipelines: whole pipelines side by side into real Prometheus (native vs dcgm-exporter exposition via Prometheus agent and via the collector, one after the other and the issue-15 ratios at the same time; remote-write 1.0 vs 2.0 vs native OTLP into Prometheus 3), and the agent's memory on an 8-GPU node; BENCH_WARMUP, BENCH_WINDOW and BENCH_ROUNDS (paths run in turn, medians reported) tune it
 bench-pipelines: build $(BIN)/otelcol-scrape
-	go test -tags "e2e benchpipelines" -count=1 -run "TestPipelinesSideBySide|TestPipelinesAtOnce|TestFreshness|TestProtocolsSideBySide|TestAgentMemory" -v -timeout $(BENCH_PIPELINES_TIMEOUT) ./testbed/
+	go test -tags "e2e benchpipelines" -count=1 -run "TestPipelinesSideBySide|TestPipelinesAtOnce|TestFreshness|TestProtocolsSideBySide|TestAgentMemory|TestWireBytes" -v -timeout $(BENCH_PIPELINES_TIMEOUT) ./testbed/
 
 # The whole run took 66 minutes with BENCH_WARMUP=10s BENCH_WINDOW=40s (2026-12-06) and takes about 95
 # with the defaults (15 s, 60 s) on 2 cores: go test's limit leaves room above that.
