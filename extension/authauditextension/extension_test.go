@@ -22,7 +22,10 @@ import (
 var audited = component.MustNewIDWithName("bearertokenauth", "agents")
 
 // tokenAuth accepts "Bearer good" and refuses anything else, as bearertokenauth does.
-type tokenAuth struct{ component.StartFunc; component.ShutdownFunc }
+type tokenAuth struct {
+	component.StartFunc
+	component.ShutdownFunc
+}
 
 type principalKey struct{}
 
@@ -38,7 +41,9 @@ func (tokenAuth) Authenticate(ctx context.Context, sources map[string][]string) 
 	return ctx, errors.New("provided authorization does not match expected scheme or token")
 }
 
-type host struct{ exts map[component.ID]component.Component }
+type host struct {
+	exts map[component.ID]component.Component
+}
 
 func (h host) GetExtensions() map[component.ID]component.Component { return h.exts }
 
@@ -175,7 +180,10 @@ func TestStartNamesAMissingOrWrongAuthenticator(t *testing.T) {
 	require.NoError(t, err)
 	err = a.Start(context.Background(), host{exts: map[component.ID]component.Component{}})
 	assert.ErrorContains(t, err, "authenticator bearertokenauth/agents is not an extension of this collector")
-	notAuth := struct{ component.StartFunc; component.ShutdownFunc }{}
+	notAuth := struct {
+		component.StartFunc
+		component.ShutdownFunc
+	}{}
 	err = a.Start(context.Background(), host{exts: map[component.ID]component.Component{audited: notAuth}})
 	assert.ErrorContains(t, err, "bearertokenauth/agents is not a server authenticator")
 	assert.Equal(t, []component.ID{audited}, a.Dependencies())
