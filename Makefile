@@ -68,7 +68,7 @@ fuzz:
 
 ## e2e: build the real binary, then run the testbed against Prometheus 3 (and a real kube-apiserver), then the compatibility row on Debian's Prometheus 2.42
 e2e: build
-	go test -tags e2e -count=1 -v -timeout 30m ./testbed/...
+	go test -tags e2e -count=1 -v -timeout 45m ./testbed/...
 	go test -tags e2e -count=1 -timeout 10m ./cmd/gpucheck/
 	$(MAKE) --no-print-directory e2e-compat
 
