@@ -20,6 +20,7 @@ import (
 	pprofextension "github.com/open-telemetry/opentelemetry-collector-contrib/extension/pprofextension"
 	filestorage "github.com/open-telemetry/opentelemetry-collector-contrib/extension/storage/filestorage"
 	bearertokenauthextension "github.com/open-telemetry/opentelemetry-collector-contrib/extension/bearertokenauthextension"
+	oidcauthextension "github.com/open-telemetry/opentelemetry-collector-contrib/extension/oidcauthextension"
 	basicauthserverextension "github.com/otelcol-gpu/otelcol-gpu/extension/basicauthserverextension"
 	authauditextension "github.com/otelcol-gpu/otelcol-gpu/extension/authauditextension"
 	gpuenrichprocessor "github.com/otelcol-gpu/otelcol-gpu/processor/gpuenrichprocessor"
@@ -57,6 +58,7 @@ func components() (otelcol.Factories, error) {
 		pprofextension.NewFactory(),
 		filestorage.NewFactory(),
 		bearertokenauthextension.NewFactory(),
+		oidcauthextension.NewFactory(),
 		basicauthserverextension.NewFactory(),
 		authauditextension.NewFactory(),
 	)
@@ -68,6 +70,7 @@ func components() (otelcol.Factories, error) {
 		pprofextension.NewFactory().Type(): "github.com/open-telemetry/opentelemetry-collector-contrib/extension/pprofextension v0.161.0",
 		filestorage.NewFactory().Type(): "github.com/open-telemetry/opentelemetry-collector-contrib/extension/storage/filestorage v0.161.0",
 		bearertokenauthextension.NewFactory().Type(): "github.com/open-telemetry/opentelemetry-collector-contrib/extension/bearertokenauthextension v0.161.0",
+		oidcauthextension.NewFactory().Type(): "github.com/open-telemetry/opentelemetry-collector-contrib/extension/oidcauthextension v0.161.0",
 		basicauthserverextension.NewFactory().Type(): "github.com/otelcol-gpu/otelcol-gpu v0.0.0",
 		authauditextension.NewFactory().Type(): "github.com/otelcol-gpu/otelcol-gpu v0.0.0",
 	})

@@ -51,6 +51,8 @@ type gatewayAuth struct {
 	tokenFile, agentTokenFile string
 	token                     string
 	caPEM                     []byte
+	// extraEnv is added to the gateway's environment (an overlay's settings).
+	extraEnv []string
 }
 
 func newGatewayAuth(t testing.TB) *gatewayAuth {
@@ -121,11 +123,11 @@ func randomToken(t testing.TB) string {
 
 // gatewayEnv is what the gateway's pod sets: its certificate and the accepted tokens.
 func (a *gatewayAuth) gatewayEnv() []string {
-	return []string{
+	return append([]string{
 		"OTELCOL_GPU_TLS_CERT_FILE=" + a.certFile,
 		"OTELCOL_GPU_TLS_KEY_FILE=" + a.keyFile,
 		"OTELCOL_GPU_GATEWAY_TOKEN_FILE=" + a.tokenFile,
-	}
+	}, a.extraEnv...)
 }
 
 // agentEnv is what an agent's pod sets: the CA to verify the gateway, and its token.

@@ -24,6 +24,9 @@ const (
 	reasonRefused = "refused"
 	// reasonAborted: the request's context ended before the authenticator answered.
 	reasonAborted = "aborted"
+	// reasonIdentity: the authenticator accepted the credentials, but the identity they
+	// carry is not one require_attributes allows.
+	reasonIdentity = "identity"
 )
 
 // maxClients bounds the per-client counts kept between two summary lines (a scan from many
@@ -39,6 +42,7 @@ type auditor struct {
 	now      func() time.Time
 	refusals metric.Int64Counter
 	attrs    map[string]metric.AddOption // reason → the counter's attributes
+	required []requirement               // require_attributes, compiled
 
 	next extensionauth.Server // set by Start
 
@@ -65,12 +69,16 @@ func newAuditor(cfg *Config, id component.ID, logger *zap.Logger, meters metric.
 	if err != nil {
 		return nil, err
 	}
+	required, err := cfg.requirements()
+	if err != nil {
+		return nil, err
+	}
 	a := &auditor{
 		cfg: cfg, id: id, logger: logger, now: now, refusals: refusals,
-		attrs:    map[string]metric.AddOption{},
+		attrs: map[string]metric.AddOption{}, required: required,
 		byReason: map[string]int{}, byClient: map[string]int{},
 	}
-	for _, reason := range []string{reasonRefused, reasonAborted} {
+	for _, reason := range []string{reasonRefused, reasonAborted, reasonIdentity} {
 		a.attrs[reason] = metric.WithAttributeSet(attribute.NewSet(
 			attribute.String("authenticator", cfg.Authenticator.String()),
 			attribute.String("reason", reason)))
@@ -115,16 +123,59 @@ func (a *auditor) Authenticate(ctx context.Context, sources map[string][]string)
 	}
 	out, err := a.next.Authenticate(ctx, sources)
 	if err != nil {
-		a.record(ctx, err)
+		reason := reasonRefused
+		if ctx.Err() != nil {
+			reason = reasonAborted
+		}
+		a.record(ctx, reason, err)
+		return out, err
 	}
-	return out, err
+	if err := a.checkIdentity(out); err != nil {
+		a.record(ctx, reasonIdentity, err)
+		return ctx, err
+	}
+	return out, nil
 }
 
-func (a *auditor) record(ctx context.Context, err error) {
-	reason := reasonRefused
-	if ctx.Err() != nil {
-		reason = reasonAborted
+// checkIdentity holds the identity the authenticator put in ctx to require_attributes.
+// The error names the attribute, never its value (a claim can hold anything).
+func (a *auditor) checkIdentity(ctx context.Context) error {
+	if len(a.required) == 0 {
+		return nil
 	}
+	auth := client.FromContext(ctx).Auth
+	if auth == nil {
+		return fmt.Errorf("%s: the authenticator returned no identity to check", a.id)
+	}
+	for _, r := range a.required {
+		value, ok := lookup(auth.GetAttribute(r.attribute), r.path)
+		if !ok {
+			return fmt.Errorf("%s: the identity has no %s", a.id, r.name)
+		}
+		if !r.pattern.MatchString(value) {
+			return fmt.Errorf("%s: the identity's %s is not one this gateway accepts", a.id, r.name)
+		}
+	}
+	return nil
+}
+
+// lookup follows path through nested maps (JSON claims decode to map[string]any) and
+// returns a string found at its end.
+func lookup(v any, path []string) (string, bool) {
+	for _, key := range path {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return "", false
+		}
+		if v, ok = m[key]; !ok {
+			return "", false
+		}
+	}
+	s, ok := v.(string)
+	return s, ok
+}
+
+func (a *auditor) record(ctx context.Context, reason string, err error) {
 	a.refusals.Add(context.Background(), 1, a.attrs[reason])
 	clientHost := clientOf(ctx)
 	now := a.now()

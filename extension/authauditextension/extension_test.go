@@ -201,3 +201,119 @@ func TestConfigValidation(t *testing.T) {
 	assert.ErrorContains(t, err, "log_interval")
 	assert.ErrorContains(t, err, "top_clients")
 }
+
+// oidcLike answers as contrib's oidc extension does: the token's claims become the
+// identity, "subject" its sub and "claims.<name>" each top-level claim (nested claims are
+// maps). Tokens here are keys of a table.
+type oidcLike struct {
+	component.StartFunc
+	component.ShutdownFunc
+	tokens map[string]map[string]any
+}
+
+type claimsData map[string]any
+
+func (c claimsData) GetAttribute(name string) any {
+	if name == "subject" {
+		return c["sub"]
+	}
+	if claim, ok := strings.CutPrefix(name, "claims."); ok {
+		return c[claim]
+	}
+	return nil
+}
+
+func (c claimsData) GetAttributeNames() []string { return []string{"subject"} }
+
+func (o oidcLike) Authenticate(ctx context.Context, sources map[string][]string) (context.Context, error) {
+	token, _ := strings.CutPrefix(strings.Join(sources["authorization"], ""), "Bearer ")
+	claims, ok := o.tokens[token]
+	if !ok {
+		return ctx, errors.New("failed to verify token")
+	}
+	info := client.FromContext(ctx)
+	info.Auth = claimsData(claims)
+	return client.NewContext(ctx, info), nil
+}
+
+func podToken(sub, node string) map[string]any {
+	k8s := map[string]any{"namespace": "otelcol-gpu", "pod": map[string]any{"name": "agent-x"}}
+	if node != "" {
+		k8s["node"] = map[string]any{"name": node, "uid": "0d9c"}
+	}
+	return map[string]any{"sub": sub, "kubernetes.io": k8s}
+}
+
+// With require_attributes, an identity the authenticator accepted is refused unless it is
+// the agents' ServiceAccount with a node in its token: another workload's token, or the
+// agents' own minted without a pod on a node, cannot speak for a node. The refusal is
+// counted and logged as "identity" and names the attribute, never the value.
+func TestRequiredIdentityAttributes(t *testing.T) {
+	const agentSA = "system:serviceaccount:otelcol-gpu:otelcol-gpu-agent"
+	core, logs := observer.New(zap.InfoLevel)
+	tel := componenttest.NewTelemetry()
+	t.Cleanup(func() { _ = tel.Shutdown(context.Background()) })
+	oidcID := component.MustNewIDWithName("oidc", "agents")
+	cfg := createDefaultConfig().(*Config)
+	cfg.Authenticator = oidcID
+	cfg.RequireAttributes = map[string]string{
+		"subject":                        agentSA,
+		"claims.kubernetes.io/node/name": ".+",
+	}
+	require.NoError(t, cfg.Validate())
+	a, err := newAuditor(cfg, component.MustNewID(typeStr), zap.New(core), tel.NewTelemetrySettings().MeterProvider, time.Now)
+	require.NoError(t, err)
+	authn := oidcLike{tokens: map[string]map[string]any{
+		"agent-on-a":     podToken(agentSA, "node-a"),
+		"other-sa":       podToken("system:serviceaccount:team-x:default", "node-a"),
+		"agent-nodeless": podToken(agentSA, ""),
+		"sub-only":       {"sub": agentSA},
+	}}
+	require.NoError(t, a.Start(context.Background(), host{exts: map[component.ID]component.Component{oidcID: authn}}))
+	t.Cleanup(func() { _ = a.Shutdown(context.Background()) })
+
+	bearer := func(tok string) map[string][]string { return map[string][]string{"authorization": {"Bearer " + tok}} }
+	ctx, err := a.Authenticate(from("10.0.0.1"), bearer("agent-on-a"))
+	require.NoError(t, err)
+	node, ok := lookup(client.FromContext(ctx).Auth.GetAttribute("claims.kubernetes.io"), []string{"node", "name"})
+	assert.True(t, ok)
+	assert.Equal(t, "node-a", node, "the accepted identity reaches the pipeline unchanged")
+
+	for tok, want := range map[string]string{
+		"other-sa":       "identity's subject is not one this gateway accepts",
+		"agent-nodeless": "identity has no claims.kubernetes.io/node/name",
+		"sub-only":       "identity has no claims.kubernetes.io/node/name",
+	} {
+		_, err := a.Authenticate(from("10.0.0.2"), bearer(tok))
+		require.Error(t, err, tok)
+		assert.Contains(t, err.Error(), want, tok)
+		assert.NotContains(t, err.Error(), "team-x", "a refusal never echoes the identity's values")
+	}
+	_, err = a.Authenticate(from("10.0.0.3"), bearer("forged"))
+	require.Error(t, err)
+
+	m, err := tel.GetMetric("otelcol_auth_refusals")
+	require.NoError(t, err)
+	got := map[string]int64{}
+	for _, dp := range m.Data.(metricdata.Sum[int64]).DataPoints {
+		reason, _ := dp.Attributes.Value("reason")
+		got[reason.AsString()] = dp.Value
+	}
+	assert.Equal(t, map[string]int64{"identity": 3, "refused": 1}, got)
+	require.NotZero(t, logs.Len())
+	assert.Equal(t, "identity", logs.All()[0].ContextMap()["reason"])
+}
+
+func TestRequireAttributesValidation(t *testing.T) {
+	for want, attrs := range map[string]map[string]string{
+		"claims.kubernetes.io//name": {"claims.kubernetes.io//name": ".+"},
+		"error parsing regexp":       {"subject": "system:serviceaccount:(ns"},
+	} {
+		cfg := createDefaultConfig().(*Config)
+		cfg.Authenticator = audited
+		cfg.RequireAttributes = attrs
+		err := cfg.Validate()
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), want)
+	}
+}

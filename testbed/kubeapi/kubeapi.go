@@ -47,6 +47,12 @@ type Server struct {
 	URL string
 	// CAData is the PEM certificate of the CA that signed the serving certificate.
 	CAData []byte
+	// CAFile holds CAData.
+	CAFile string
+	// Issuer is the service-account issuer: the API server's own URL, so that its OIDC
+	// discovery document (/.well-known/openid-configuration) and keys are reachable at
+	// it, as https://kubernetes.default.svc.cluster.local is from a pod.
+	Issuer string
 	// Admin is a client configuration for a cluster administrator (group system:masters).
 	Admin *rest.Config
 	// Client is a clientset on Admin.
@@ -97,10 +103,12 @@ func Start(t testing.TB) *Server {
 	s := &Server{
 		URL:    "https://127.0.0.1:" + strconv.Itoa(port),
 		CAData: pki.caPEM,
+		CAFile: pki.caCert,
 		owner:  t,
 		apiBin: apiBin,
 		etcd:   etcd,
 	}
+	s.Issuer = s.URL
 	s.apiArgs = []string{
 		"--etcd-servers=" + etcdURL,
 		"--bind-address=127.0.0.1",
@@ -113,7 +121,7 @@ func Start(t testing.TB) *Server {
 		"--tls-cert-file=" + pki.servingCert,
 		"--tls-private-key-file=" + pki.servingKey,
 		"--client-ca-file=" + pki.caCert,
-		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+		"--service-account-issuer=" + s.Issuer,
 		"--service-account-key-file=" + pki.saPublic,
 		"--service-account-signing-key-file=" + pki.saPrivate,
 		"--authorization-mode=RBAC",
@@ -198,6 +206,32 @@ func (s *Server) Token(t testing.TB, namespace, name string) string {
 		metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("kubeapi: token for ServiceAccount %s/%s: %v", namespace, name, err)
+	}
+	return tr.Status.Token
+}
+
+// PodToken returns a token for the ServiceAccount namespace/name bound to the pod
+// namespace/pod, with audience, as the kubelet projects one into the pod's volume
+// (serviceAccountToken with an audience): the API server writes the pod and its node
+// (kubernetes.io.pod, kubernetes.io.node) into the claims. Valid for an hour.
+func (s *Server) PodToken(t testing.TB, namespace, name, pod, audience string) string {
+	t.Helper()
+	hour := int64(3600)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	p, err := s.Client.CoreV1().Pods(namespace).Get(ctx, pod, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("kubeapi: pod %s/%s: %v", namespace, pod, err)
+	}
+	tr, err := s.Client.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, name,
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
+			ExpirationSeconds: &hour,
+			Audiences:         []string{audience},
+			BoundObjectRef:    &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod, UID: p.UID},
+		}},
+		metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("kubeapi: token for ServiceAccount %s/%s bound to pod %s: %v", namespace, name, pod, err)
 	}
 	return tr.Status.Token
 }
