@@ -94,6 +94,7 @@ generate: tools
 	go run ./dashboards/gen -out dashboards
 	go run ./rules/gen -out rules
 	go run ./internal/gpuschema/gen
+	go run ./processor/gatewaylimitsprocessor/internal/contractnames/gen
 	cd deploy/test && CGO_ENABLED=0 go run ./cmd/kpsgen
 
 ## lint: gofmt and go vet (the ocb-generated main is not vetted: it is generated)

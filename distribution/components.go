@@ -24,6 +24,7 @@ import (
 	basicauthserverextension "github.com/otelcol-gpu/otelcol-gpu/extension/basicauthserverextension"
 	authauditextension "github.com/otelcol-gpu/otelcol-gpu/extension/authauditextension"
 	gpuenrichprocessor "github.com/otelcol-gpu/otelcol-gpu/processor/gpuenrichprocessor"
+	gatewaylimitsprocessor "github.com/otelcol-gpu/otelcol-gpu/processor/gatewaylimitsprocessor"
 	batchprocessor "go.opentelemetry.io/collector/processor/batchprocessor"
 	memorylimiterprocessor "go.opentelemetry.io/collector/processor/memorylimiterprocessor"
 	k8sattributesprocessor "github.com/open-telemetry/opentelemetry-collector-contrib/processor/k8sattributesprocessor"
@@ -107,6 +108,7 @@ func components() (otelcol.Factories, error) {
 
 	factories.Processors, err = otelcol.MakeFactoryMap[processor.Factory](
 		gpuenrichprocessor.NewFactory(),
+		gatewaylimitsprocessor.NewFactory(),
 		batchprocessor.NewFactory(),
 		memorylimiterprocessor.NewFactory(),
 		k8sattributesprocessor.NewFactory(),
@@ -118,6 +120,7 @@ func components() (otelcol.Factories, error) {
 	}
 	factories.ProcessorModules = makeModulesMap(factories.Processors, map[component.Type]string{
 		gpuenrichprocessor.NewFactory().Type(): "github.com/otelcol-gpu/otelcol-gpu v0.0.0",
+		gatewaylimitsprocessor.NewFactory().Type(): "github.com/otelcol-gpu/otelcol-gpu v0.0.0",
 		batchprocessor.NewFactory().Type(): "go.opentelemetry.io/collector/processor/batchprocessor v0.161.0",
 		memorylimiterprocessor.NewFactory().Type(): "go.opentelemetry.io/collector/processor/memorylimiterprocessor v0.161.0",
 		k8sattributesprocessor.NewFactory().Type(): "github.com/open-telemetry/opentelemetry-collector-contrib/processor/k8sattributesprocessor v1.0.0",

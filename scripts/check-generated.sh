@@ -31,6 +31,7 @@ generated=(
   rules/gpu-recording.yaml
   deploy/kubernetes/kube-prometheus-stack
   internal/gpuschema/receiver_generated.go
+  processor/gatewaylimitsprocessor/internal/contractnames/names_generated.go
 )
 before=$(mktemp -d)
 trap 'rm -rf "$before"' EXIT

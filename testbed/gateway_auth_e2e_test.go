@@ -191,7 +191,8 @@ func startGatewayWithTelemetry(t testing.TB, rwURL string, a *gatewayAuth, confi
 	return otlp, fmt.Sprintf("127.0.0.1:%d", telemetryPort), gw
 }
 
-// probe is one GPU-like series from host: nvidia.gpu.probe, value 1.
+// probe is one series named name from host, value 1 (the gateway passes only names of
+// the contract, e.g. nvidia.gpu.throttled).
 func probe(host, name string) pmetric.Metrics {
 	md := pmetric.NewMetrics()
 	rm := md.ResourceMetrics().AppendEmpty()
@@ -240,7 +241,7 @@ func TestGatewayRefusesUnauthenticatedAgents(t *testing.T) {
 		{"tls-token-prefix", a.dialOptions(a.token[:10]), codes.Unauthenticated},
 	}
 	for _, c := range refused {
-		if got := export(t, otlp, probe(c.host, "nvidia.gpu.probe"), c.opts...); got != c.want {
+		if got := export(t, otlp, probe(c.host, "nvidia.gpu.throttled"), c.opts...); got != c.want {
 			t.Errorf("%s: gRPC code %s, want %s", c.host, got, c.want)
 		}
 	}
@@ -249,7 +250,7 @@ func TestGatewayRefusesUnauthenticatedAgents(t *testing.T) {
 	if got := export(t, otlp, probe("foreign-name", "forged.gpu.utilization"), a.dialOptions(a.token)...); got != codes.OK {
 		t.Errorf("foreign metric name: %s, want OK (accepted, then dropped)", got)
 	}
-	long := probe("bounded", "nvidia.gpu.probe")
+	long := probe("bounded", "nvidia.gpu.throttled")
 	res := long.ResourceMetrics().At(0).Resource().Attributes()
 	res.PutStr("k8s.pod.name", strings.Repeat("p", 5000))
 	dpAttrs := long.ResourceMetrics().At(0).ScopeMetrics().At(0).Metrics().At(0).Gauge().DataPoints().At(0).Attributes()
@@ -258,12 +259,12 @@ func TestGatewayRefusesUnauthenticatedAgents(t *testing.T) {
 	if got := export(t, otlp, long, a.dialOptions(a.token)...); got != codes.OK {
 		t.Errorf("long attribute values: %s, want OK", got)
 	}
-	if got := export(t, otlp, probe("valid", "nvidia.gpu.probe"), a.dialOptions(a.token)...); got != codes.OK {
+	if got := export(t, otlp, probe("valid", "nvidia.gpu.throttled"), a.dialOptions(a.token)...); got != codes.OK {
 		t.Fatalf("the agents' token: gRPC code %s, want OK", got)
 	}
 
 	prom.Eventually(t, 60*time.Second, "the authenticated probes in Prometheus", func() error {
-		got, err := p.Query(`{__name__=~"nvidia_gpu_probe.*"}`)
+		got, err := p.Query(`{__name__=~"nvidia_gpu_throttled.*"}`)
 		if err != nil {
 			return err
 		}
@@ -301,10 +302,10 @@ func TestGatewayRefusesUnauthenticatedAgents(t *testing.T) {
 		t.Fatal(err)
 	}
 	prom.Eventually(t, 30*time.Second, "the new token accepted next to the old", func() error {
-		if got := export(t, otlp, probe("rotated", "nvidia.gpu.probe"), a.dialOptions(newToken)...); got != codes.OK {
+		if got := export(t, otlp, probe("rotated", "nvidia.gpu.throttled"), a.dialOptions(newToken)...); got != codes.OK {
 			return fmt.Errorf("new token: %s", got)
 		}
-		if got := export(t, otlp, probe("valid", "nvidia.gpu.probe"), a.dialOptions(a.token)...); got != codes.OK {
+		if got := export(t, otlp, probe("valid", "nvidia.gpu.throttled"), a.dialOptions(a.token)...); got != codes.OK {
 			return fmt.Errorf("old token during the rotation: %s", got)
 		}
 		return nil
@@ -313,12 +314,12 @@ func TestGatewayRefusesUnauthenticatedAgents(t *testing.T) {
 		t.Fatal(err)
 	}
 	prom.Eventually(t, 30*time.Second, "the old token refused once removed", func() error {
-		if got := export(t, otlp, probe("valid", "nvidia.gpu.probe"), a.dialOptions(a.token)...); got != codes.Unauthenticated {
+		if got := export(t, otlp, probe("valid", "nvidia.gpu.throttled"), a.dialOptions(a.token)...); got != codes.Unauthenticated {
 			return fmt.Errorf("old token after the rotation: %s, want Unauthenticated", got)
 		}
 		return nil
 	})
-	if got := export(t, otlp, probe("rotated", "nvidia.gpu.probe"), a.dialOptions(newToken)...); got != codes.OK {
+	if got := export(t, otlp, probe("rotated", "nvidia.gpu.throttled"), a.dialOptions(newToken)...); got != codes.OK {
 		t.Errorf("new token after the rotation: %s", got)
 	}
 }
@@ -403,7 +404,7 @@ func TestGatewayMemoryBoundedUnderGzipBomb(t *testing.T) {
 	if grown := peak - before; grown > 100<<20 {
 		t.Errorf("gateway peak RSS grew by %d MiB: the gzip bombs were inflated (limit 100 MiB)", grown>>20)
 	}
-	if got := export(t, otlp, probe("after-bomb", "nvidia.gpu.probe"), a.dialOptions(a.token)...); got != codes.OK {
+	if got := export(t, otlp, probe("after-bomb", "nvidia.gpu.throttled"), a.dialOptions(a.token)...); got != codes.OK {
 		t.Errorf("an agent after the bombs: %s, want OK", got)
 	}
 }

@@ -21,7 +21,7 @@ func TestGatewayCountsAndLogsRefusedAgents(t *testing.T) {
 	p := prom.Start(t, "")
 	a := newGatewayAuth(t)
 	otlp, telemetry, gw := startGatewayWithTelemetry(t, p.RemoteWriteURL(), a, nil)
-	if got := export(t, otlp, probe("good", "nvidia.gpu.probe"), a.dialOptions(a.token)...); got != codes.OK {
+	if got := export(t, otlp, probe("good", "nvidia.gpu.throttled"), a.dialOptions(a.token)...); got != codes.OK {
 		t.Fatalf("the agents' token: %s", got)
 	}
 	const refused = 12
@@ -30,7 +30,7 @@ func TestGatewayCountsAndLogsRefusedAgents(t *testing.T) {
 		if i%4 == 0 {
 			token = "" // no token at all
 		}
-		if got := export(t, otlp, probe("stale", "nvidia.gpu.probe"), a.dialOptions(token)...); got != codes.Unauthenticated {
+		if got := export(t, otlp, probe("stale", "nvidia.gpu.throttled"), a.dialOptions(token)...); got != codes.Unauthenticated {
 			t.Errorf("request %d: %s, want Unauthenticated", i, got)
 		}
 	}
@@ -58,7 +58,7 @@ func TestGatewayDropsPointsFarFromNow(t *testing.T) {
 	a := newGatewayAuth(t)
 	otlp, telemetry, _ := startGatewayWithTelemetry(t, p.RemoteWriteURL(), a, nil, "processors::batch::timeout=1s")
 	at := func(host string, ts time.Time) pmetric.Metrics {
-		md := probe(host, "nvidia.gpu.probe")
+		md := probe(host, "nvidia.gpu.throttled")
 		md.ResourceMetrics().At(0).ScopeMetrics().At(0).Metrics().At(0).Gauge().DataPoints().At(0).SetTimestamp(pcommon.NewTimestampFromTime(ts))
 		return md
 	}
@@ -76,7 +76,7 @@ func TestGatewayDropsPointsFarFromNow(t *testing.T) {
 		}
 		// Had the point 2 hours ahead been stored, every current sample of the same
 		// series would be refused as out of order: "skewed" would stay at 0.
-		got, err := p.Query(`count_over_time(nvidia_gpu_probe[5m])`)
+		got, err := p.Query(`count_over_time(nvidia_gpu_throttled[5m])`)
 		if err == nil {
 			counts := map[string]float64{}
 			for _, s := range got {

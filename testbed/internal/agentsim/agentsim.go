@@ -10,7 +10,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -290,6 +292,9 @@ func Start(cfg Config) (*Fleet, error) {
 		if dial == nil {
 			dial = []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
 		}
+		// Each agent from an address of its own, as each node (pod) has one: the gateway
+		// counts its per-client limits by address when agents share a token.
+		dial = append(slices.Clip(dial), grpc.WithContextDialer(DialFrom(SourceAddress(i))))
 		cc, err := grpc.NewClient(cfg.Endpoint, dial...)
 		if err != nil {
 			f.closeConns()
@@ -441,5 +446,19 @@ func advance(pts []point, n int, start, now time.Time) {
 		case !p.isInt && p.gauge:
 			p.dp.SetDoubleValue(p.baseF * (1 + 0.01*wobble))
 		}
+	}
+}
+
+// SourceAddress is agent i's loopback address, 127.1.x.y (Linux routes all of 127/8 to the
+// loopback interface, so any of them can be bound without configuration).
+func SourceAddress(i int) net.IP {
+	return net.IPv4(127, 1, byte(i/250), byte(i%250+1))
+}
+
+// DialFrom dials TCP from source (for grpc.WithContextDialer).
+func DialFrom(source net.IP) func(context.Context, string) (net.Conn, error) {
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: source}}
+	return func(ctx context.Context, addr string) (net.Conn, error) {
+		return d.DialContext(ctx, "tcp", addr)
 	}
 }
