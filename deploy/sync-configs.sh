@@ -34,6 +34,14 @@ for overlay in remote-write-auth-basic remote-write-auth-bearer remote-write-tls
   done
 done
 copies+=("deploy/config-overlays/remote-write-auth-bearer-gateway.yaml deploy/helm/otelcol-gpu/files/remote-write-auth-bearer-gateway.yaml")
+# Per-agent identity on the gateway (gateway.agentIdentity in the chart; kustomize's
+# components/gateway-agent-identity only adds the --config), and the extension list for it
+# with the gateway's bearer auth on remote-write.
+for overlay in gateway-agent-identity gateway-agent-identity-remote-write-bearer; do
+  for dir in deploy/kubernetes/gateway deploy/helm/otelcol-gpu/files; do
+    copies+=("deploy/config-overlays/$overlay.yaml $dir/$overlay.yaml")
+  done
+done
 
 stale=0
 for pair in "${copies[@]}"; do
