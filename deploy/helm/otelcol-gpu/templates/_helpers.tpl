@@ -308,7 +308,52 @@ label its self-metrics with it); the collector refuses both too (converter/crede
 {{- if $auth -}}
 {{- $files = append $files $auth -}}
 {{- end -}}
+{{- if include "otelcol-gpu.agentIdentity" . -}}
+{{- $files = append $files "gateway-agent-identity.yaml" -}}
+{{- /* Lists are replaced when configs merge: the identity overlay's extension list drops
+bearertokenauth/remote_write, the bearer overlay's drops oidc/agents. The last file lists
+all of them. */ -}}
+{{- if eq $auth "remote-write-auth-bearer-gateway.yaml" -}}
+{{- $files = append $files "gateway-agent-identity-remote-write-bearer.yaml" -}}
+{{- end -}}
+{{- end -}}
 {{- toJson $files -}}
+{{- end -}}
+
+{{/*
+"true" when the agents present their pods' ServiceAccount tokens to the gateway
+(gateway.agentIdentity.enabled, deploy/config-overlays/gateway-agent-identity.yaml), after
+checking its values; empty otherwise (the shared token).
+*/}}
+{{- define "otelcol-gpu.agentIdentity" -}}
+{{- $id := .Values.gateway.agentIdentity -}}
+{{- if $id.enabled -}}
+{{- if not .Values.gateway.enabled -}}
+{{- fail "gateway.agentIdentity.enabled needs gateway.enabled: it is how the agents authenticate to the gateway" -}}
+{{- end -}}
+{{- if not $id.issuerURL -}}
+{{- fail "gateway.agentIdentity.issuerURL is required with gateway.agentIdentity.enabled: the cluster's service-account issuer, as `kubectl get --raw /.well-known/openid-configuration` prints it (\"issuer\"), e.g. https://kubernetes.default.svc.cluster.local or https://oidc.eks.<region>.amazonaws.com/id/<id>" -}}
+{{- end -}}
+{{- if not (hasPrefix "https://" $id.issuerURL) -}}
+{{- fail "gateway.agentIdentity.issuerURL must be an https:// URL (the issuer the cluster writes into its tokens)" -}}
+{{- end -}}
+{{- if not $id.audience -}}
+{{- fail "gateway.agentIdentity.audience must not be empty" -}}
+{{- end -}}
+{{- if not (has $id.issuerCA (list "kube-root-ca" "system")) -}}
+{{- fail "gateway.agentIdentity.issuerCA must be kube-root-ca (the API server's CA) or system (a public issuer's certificate: EKS, GKE, AKS)" -}}
+{{- end -}}
+{{- if .Values.gateway.auth.existingSecret -}}
+{{- fail "gateway.auth.existingSecret is the shared agents' token, which gateway.agentIdentity replaces: unset one of them" -}}
+{{- end -}}
+true
+{{- end -}}
+{{- end -}}
+
+{{/* The agents' ServiceAccount as the gateway matches the token's subject: a regular
+expression over the whole subject, dots escaped. */}}
+{{- define "otelcol-gpu.agentSubject" -}}
+{{- printf "system:serviceaccount:%s:%s" .Release.Namespace (include "otelcol-gpu.serviceAccountName" .) | regexQuoteMeta -}}
 {{- end -}}
 
 {{/* Egress rules for one destination list ({cidr, port} or {namespace, podLabels, port}). */}}
