@@ -40,10 +40,11 @@ type renderedSet struct {
 }
 
 // agentComponents are the kustomize components that modify the agent DaemonSet of base;
-// gatewayComponents those that modify the gateway (applied over overlays/gateway-mode).
+// gatewayComponents those that modify the gateway tier (applied over overlays/gateway-mode;
+// the per-agent identity components patch its agents too).
 var (
 	agentComponents   = []string{"non-root", "remote-write-auth-basic", "remote-write-auth-bearer", "remote-write-tls", "remote-write-wal", "runtime-class-nvidia"}
-	gatewayComponents = []string{"remote-write-auth-bearer", "remote-write-tls", "remote-write-wal"}
+	gatewayComponents = []string{"remote-write-auth-bearer", "remote-write-tls", "remote-write-wal", "gateway-agent-identity", "gateway-agent-identity-remote-write-bearer"}
 )
 
 // renderedSets renders every shipped form: the kustomize base with each component, every
@@ -75,6 +76,11 @@ func renderedSets(t *testing.T) []renderedSet {
 		}
 		sets = append(sets, renderedSet{name, helmTemplate(t, file)})
 	}
+	// Per-agent identity with a public issuer (ci/gateway-identity-values.yaml has the API
+	// server's, with anonymous discovery).
+	sets = append(sets, renderedSet{"helm gateway.agentIdentity, public issuer", helmTemplateValues(t, identityValues(nil, map[string]any{
+		"issuerURL": "https://oidc.eks.eu-west-1.amazonaws.com/id/EXAMPLED539D4633E53DE1B71EXAMPLE", "issuerCA": "system",
+	}))})
 	sets = append(sets,
 		renderedSet{"operator", decodeManifests(t, readRepoFile(t, "deploy/kubernetes/operator/otelcol-gpu.yaml"))},
 		renderedSet{"autoscaling example", decodeManifests(t, readRepoFile(t, "deploy/autoscaling/hpa-example.yaml"))},
@@ -444,15 +450,21 @@ func TestLeastPrivilege(t *testing.T) {
 		o       func(t *testing.T) *objects
 		agentSA string // "" when the form deploys no agent
 		gwSA    string // "" when the form deploys no gateway
+		// anonymousDiscovery: the form lets unauthenticated clients read the
+		// service-account issuer's discovery document and keys (and nothing else).
+		anonymousDiscovery bool
 	}{
-		{"kustomize base", func(t *testing.T) *objects { return kustomizeBuild(t, "base", "") }, "otelcol-gpu-agent", ""},
-		{"kustomize gateway-mode", func(t *testing.T) *objects { return kustomizeBuild(t, "overlays/gateway-mode", "") }, "otelcol-gpu-agent", "otelcol-gpu-gateway"},
+		{"kustomize base", func(t *testing.T) *objects { return kustomizeBuild(t, "base", "") }, "otelcol-gpu-agent", "", false},
+		{"kustomize gateway-mode", func(t *testing.T) *objects { return kustomizeBuild(t, "overlays/gateway-mode", "") }, "otelcol-gpu-agent", "otelcol-gpu-gateway", false},
 		{"helm gateway-values", func(t *testing.T) *objects {
 			return helmTemplate(t, filepath.Join(chartDir(t), "ci", "gateway-values.yaml"))
-		}, "otelcol-gpu-agent", "otelcol-gpu-gateway"},
+		}, "otelcol-gpu-agent", "otelcol-gpu-gateway", false},
 		{"operator", func(t *testing.T) *objects {
 			return decodeManifests(t, readRepoFile(t, "deploy/kubernetes/operator/otelcol-gpu.yaml"))
-		}, "otelcol-gpu-agent", ""},
+		}, "otelcol-gpu-agent", "", false},
+		{"helm gateway-identity-values", func(t *testing.T) *objects {
+			return helmTemplate(t, filepath.Join(chartDir(t), "ci", "gateway-identity-values.yaml"))
+		}, "otelcol-gpu-agent", "otelcol-gpu-gateway", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			// A fresh API server: no binding of another form may grant anything here.
@@ -508,6 +520,7 @@ func TestLeastPrivilege(t *testing.T) {
 				// The gateway has a namespace of its own (Pod Security "restricted").
 				check(tc.gwSA, "otelcol-gpu-gateway", nil)
 			}
+			checkAnonymousAccess(t, s, table, tc.anonymousDiscovery)
 			// The baseline itself writes nothing but its own access reviews.
 			for k := range baseline {
 				if verb, _, _ := strings.Cut(k, " "); verb != "get" && verb != "list" && verb != "watch" &&
@@ -517,6 +530,57 @@ func TestLeastPrivilege(t *testing.T) {
 			}
 			t.Logf("%d verb/resource pairs reviewed for each account", len(table))
 		})
+	}
+}
+
+// checkAnonymousAccess: an unauthenticated client may do nothing with any resource, and of
+// the non-resource paths read the service-account issuer's discovery document and keys
+// only where the form binds system:service-account-issuer-discovery to it
+// (gateway.agentIdentity.allowAnonymousDiscovery), which the gateway then fetches for real.
+func checkAnonymousAccess(t *testing.T, s *kubeapi.Server, table []access, discovery bool) {
+	t.Helper()
+	ctx := context.Background()
+	review := func(spec authorizationv1.SubjectAccessReviewSpec) bool {
+		spec.User, spec.Groups = "system:anonymous", []string{"system:unauthenticated"}
+		r, err := s.Client.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: spec}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("SubjectAccessReview: %v", err)
+		}
+		return r.Status.Allowed
+	}
+	for _, x := range table {
+		for _, ns := range []string{"", "otelcol-gpu", "otelcol-gpu-gateway"} {
+			if review(authorizationv1.SubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{
+				Namespace: ns, Verb: x.verb, Group: x.group, Resource: x.resource, Subresource: x.subresource,
+			}}) {
+				t.Errorf("an unauthenticated client may %s%s", x, inNamespace(ns))
+			}
+		}
+	}
+	for _, p := range []string{"/.well-known/openid-configuration", "/openid/v1/jwks"} {
+		if got := review(authorizationv1.SubjectAccessReviewSpec{NonResourceAttributes: &authorizationv1.NonResourceAttributes{Path: p, Verb: "get"}}); got != discovery {
+			t.Errorf("an unauthenticated client may GET %s: %v, want %v", p, got, discovery)
+		}
+	}
+	for _, p := range []string{"/api", "/apis", "/metrics", "/logs", "/openapi/v2", "/debug/pprof"} {
+		if review(authorizationv1.SubjectAccessReviewSpec{NonResourceAttributes: &authorizationv1.NonResourceAttributes{Path: p, Verb: "get"}}) {
+			t.Errorf("an unauthenticated client may GET %s", p)
+		}
+	}
+	// What the gateway does: fetch the discovery document with no credentials.
+	anon := &rest.Config{Host: s.URL, TLSClientConfig: rest.TLSClientConfig{CAData: s.CAData}, Timeout: 30 * time.Second}
+	c, err := kubernetesClient(anon)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := c.Discovery().RESTClient().Get().AbsPath("/.well-known/openid-configuration").DoRaw(ctx)
+	switch {
+	case discovery && err != nil:
+		t.Errorf("the issuer's discovery document without credentials: %v", err)
+	case discovery && !strings.Contains(string(body), `"issuer":"`+s.Issuer+`"`):
+		t.Errorf("the issuer's discovery document: %s, want issuer %s", body, s.Issuer)
+	case !discovery && err == nil:
+		t.Error("the issuer's discovery document is served without credentials, though the form binds nothing for it")
 	}
 }
 

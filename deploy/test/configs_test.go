@@ -85,6 +85,8 @@ func TestConfigsValidate(t *testing.T) {
 		"PROMETHEUS_REMOTE_WRITE_URL": "https://prometheus.example.com/api/v1/write",
 		"REMOTE_WRITE_BASIC_AUTH":     "dXNlcjpwYXNzd29yZA==",
 		"PROMETHEUS_OTLP_URL":         "http://prometheus.example.com:9090/api/v1/otlp/v1/metrics",
+		// Per-agent identity (gateway-agent-identity.yaml): the issuer has no default.
+		"OTELCOL_GPU_AGENT_TOKEN_ISSUER": "https://kubernetes.default.svc.cluster.local",
 	}
 	for name, files := range map[string][]string{
 		"agent":                     {cfg("configs/agent.yaml")},
@@ -106,6 +108,10 @@ func TestConfigsValidate(t *testing.T) {
 		"agent+prometheus-otlp":     {cfg("configs/agent.yaml"), cfg("deploy/config-overlays/prometheus-otlp.yaml")},
 		"gateway+prometheus-otlp":   {cfg("configs/gateway.yaml"), cfg("deploy/config-overlays/prometheus-otlp.yaml"), cfg("deploy/config-overlays/prometheus-otlp-gateway.yaml")},
 		"gateway+basic+wal":         {cfg("configs/gateway.yaml"), cfg("deploy/config-overlays/remote-write-auth-basic.yaml"), cfg("deploy/config-overlays/remote-write-wal.yaml")},
+		"gateway+identity":          {cfg("configs/gateway.yaml"), cfg("deploy/config-overlays/gateway-agent-identity.yaml")},
+		"gateway+basic+identity":    {cfg("configs/gateway.yaml"), cfg("deploy/config-overlays/remote-write-auth-basic.yaml"), cfg("deploy/config-overlays/gateway-agent-identity.yaml")},
+		"gateway+tls+bearer+identity+extension list": {cfg("configs/gateway.yaml"), cfg("deploy/config-overlays/remote-write-tls.yaml"), cfg("deploy/config-overlays/remote-write-auth-bearer-gateway.yaml"),
+			cfg("deploy/config-overlays/gateway-agent-identity.yaml"), cfg("deploy/config-overlays/gateway-agent-identity-remote-write-bearer.yaml")},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if strings.HasPrefix(name, "agent") {

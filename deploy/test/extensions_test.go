@@ -46,14 +46,15 @@ func mergeInto(dst, src map[string]any) {
 }
 
 // extensionsInUse lists the extension IDs that components refer to: authenticators
-// (auth::authenticator on receivers and exporters) and middlewares ({id: …}).
+// (auth::authenticator on receivers and exporters, and an extension's own authenticator,
+// as auth_audit's), middlewares ({id: …}) and storage (an exporter's sending_queue).
 func extensionsInUse(v any, path string, uses map[string][]string) {
 	switch x := v.(type) {
 	case map[string]any:
 		for k, child := range x {
 			p := path + "::" + k
 			switch k {
-			case "authenticator":
+			case "authenticator", "storage":
 				if id, ok := child.(string); ok {
 					uses[id] = append(uses[id], path)
 				}
@@ -98,6 +99,14 @@ func checkExtensionsStarted(t testing.TB, files ...string) {
 	uses := map[string][]string{}
 	for _, section := range []string{"receivers", "exporters", "processors", "connectors"} {
 		extensionsInUse(cfg[section], section, uses)
+	}
+	// A started extension that wraps another (auth_audit's authenticator) looks it up when
+	// it starts: that one must be started too. Extensions defined but not started use
+	// nothing.
+	if defined, ok := cfg["extensions"].(map[string]any); ok {
+		for id := range started {
+			extensionsInUse(defined[id], "extensions::"+id, uses)
+		}
 	}
 	var missing []string
 	for id, where := range uses {

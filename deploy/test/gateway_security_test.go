@@ -19,9 +19,11 @@ type gatewayNames struct {
 	agentNamespace, gatewayNamespace string
 	gateway                          string // Deployment, Service, NetworkPolicy
 	tlsSecret, caConfigMap           string
-	tokenSecret                      string
-	agentNetpol                      string
-	monitoring                       string // the namespace allowed to scrape self-metrics
+	// tokenSecret is the agents' shared token; "" where each agent presents its pod's
+	// ServiceAccount token instead (per-agent identity, checkAgentIdentity).
+	tokenSecret string
+	agentNetpol string
+	monitoring  string // the namespace allowed to scrape self-metrics
 }
 
 // checkGatewaySecured: the gateway tier as every form ships it — the gateway in its own
@@ -44,9 +46,11 @@ func checkGatewaySecured(t *testing.T, o *objects, n gatewayNames) {
 	mountedAt(t, gspec, "/etc/otelcol-gpu/tls", func(v corev1.Volume) bool {
 		return v.Secret != nil && v.Secret.SecretName == n.tlsSecret
 	}, "the gateway's TLS Secret "+n.tlsSecret)
-	mountedAt(t, gspec, "/etc/otelcol-gpu/gateway-token", func(v corev1.Volume) bool {
-		return v.Secret != nil && v.Secret.SecretName == n.tokenSecret
-	}, "the token Secret "+n.tokenSecret)
+	if n.tokenSecret != "" {
+		mountedAt(t, gspec, "/etc/otelcol-gpu/gateway-token", func(v corev1.Volume) bool {
+			return v.Secret != nil && v.Secret.SecretName == n.tokenSecret
+		}, "the token Secret "+n.tokenSecret)
+	}
 	for _, e := range gspec.Containers[0].Env {
 		if strings.HasPrefix(e.Name, "OTELCOL_GPU_TLS_") || e.Name == "OTELCOL_GPU_GATEWAY_TOKEN_FILE" {
 			t.Errorf("gateway sets %s: the mounts are where configs/gateway.yaml looks by default", e.Name)
@@ -77,9 +81,13 @@ func checkGatewaySecured(t *testing.T, o *objects, n gatewayNames) {
 	mountedAt(t, *agent, "/etc/otelcol-gpu/gateway-ca", func(v corev1.Volume) bool {
 		return v.ConfigMap != nil && v.ConfigMap.Name == n.caConfigMap
 	}, "the gateway's CA ConfigMap "+n.caConfigMap)
-	mountedAt(t, *agent, "/etc/otelcol-gpu/gateway-token", func(v corev1.Volume) bool {
-		return v.Secret != nil && v.Secret.SecretName == n.tokenSecret
-	}, "the token Secret "+n.tokenSecret)
+	if n.tokenSecret != "" {
+		mountedAt(t, *agent, "/etc/otelcol-gpu/gateway-token", func(v corev1.Volume) bool {
+			return v.Secret != nil && v.Secret.SecretName == n.tokenSecret
+		}, "the token Secret "+n.tokenSecret)
+	} else {
+		checkAgentIdentity(t, o, n)
+	}
 
 	// NetworkPolicies.
 	gwPol, ok := o.netpols[n.gateway]

@@ -19,6 +19,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -276,20 +277,40 @@ func validatePod(t testing.TB, o *objects, spec corev1.PodSpec, configMapNames .
 	t.Helper()
 	// Credentials are readable by the pod's user and group only (mode 0440, group fsGroup),
 	// not by every UID in the container (the kubelet's default, 0644).
+	// A projected ServiceAccount token (the agents' identity towards the gateway) likewise.
 	for _, v := range spec.Volumes {
 		if v.Secret != nil && (v.Secret.DefaultMode == nil || *v.Secret.DefaultMode != 0o440) {
 			t.Errorf("Secret volume %s (%s): defaultMode %v, want 0440", v.Name, v.Secret.SecretName, v.Secret.DefaultMode)
 		}
+		if projectsCredential(v) && (v.Projected.DefaultMode == nil || *v.Projected.DefaultMode != 0o440) {
+			t.Errorf("projected volume %s: defaultMode %v, want 0440", v.Name, deref(v.Projected.DefaultMode))
+		}
 	}
+	// (The kubelet gives a projected ServiceAccount token to the pod's runAsUser when every
+	// container runs as that UID, fsGroup or not.)
 	if sc := spec.SecurityContext; sc != nil && sc.RunAsUser != nil && *sc.RunAsUser != 0 {
 		for _, v := range spec.Volumes {
-			if v.Secret != nil && sc.FSGroup == nil {
-				t.Errorf("Secret volume %s: a pod of UID %d reads a 0440 Secret only through fsGroup, which is %v", v.Name, *sc.RunAsUser, sc.FSGroup)
+			if (v.Secret != nil || projectsSecret(v)) && sc.FSGroup == nil {
+				t.Errorf("volume %s: a pod of UID %d reads a 0440 Secret only through fsGroup, which is %v", v.Name, *sc.RunAsUser, sc.FSGroup)
 			}
 		}
 	}
 	files, env := podConfigs(t, o, spec)
 	validateConfigs(t, podBuild(t, spec.Containers[0]), env, files...)
+}
+
+// projectsCredential: a projected volume with a ServiceAccount token or a Secret in it.
+func projectsCredential(v corev1.Volume) bool {
+	return projectsSecret(v) || (v.Projected != nil && slices.ContainsFunc(v.Projected.Sources, func(s corev1.VolumeProjection) bool {
+		return s.ServiceAccountToken != nil
+	}))
+}
+
+// projectsSecret: a projected volume with a Secret in it.
+func projectsSecret(v corev1.Volume) bool {
+	return v.Projected != nil && slices.ContainsFunc(v.Projected.Sources, func(s corev1.VolumeProjection) bool {
+		return s.Secret != nil
+	})
 }
 
 // podBuild is the build a container runs: the image's entrypoint (the full build) unless

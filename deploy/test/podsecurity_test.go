@@ -70,6 +70,11 @@ func TestPodSecurityAdmission(t *testing.T) {
 		{"helm gateway-values", func(t *testing.T) *objects {
 			return helmTemplate(t, filepath.Join(chartDir(t), "ci", "gateway-values.yaml"))
 		}},
+		// Per-agent identity: the gateway mounts kube-root-ca.crt, the agents a projected
+		// ServiceAccount token.
+		{"helm gateway-identity-values", func(t *testing.T) *objects {
+			return helmTemplate(t, filepath.Join(chartDir(t), "ci", "gateway-identity-values.yaml"))
+		}},
 	} {
 		t.Run(form.name, func(t *testing.T) {
 			o := form.o(t)
