@@ -53,7 +53,7 @@ PROMTOOLS      := $(BIN)/promtool /usr/bin/promtool
 
 ## rules: promtool checks (Prometheus 3 and Debian's 2.42) and unit tests of the alerting and recording rules
 rules:
-	for promtool in $(PROMTOOLS); do $$promtool check rules rules/gpu-alerts.yaml rules/gpu-recording.yaml || exit 1; done
+	for promtool in $(PROMTOOLS); do $$promtool check rules rules/gpu-alerts.yaml rules/gpu-recording.yaml rules/gpu-prices.yaml || exit 1; done
 	for promtool in $(PROMTOOLS); do $$promtool test rules rules/tests/*.yaml || exit 1; done
 
 # An execution count, not a duration: with a duration, replaying the cached corpus on a

@@ -30,7 +30,8 @@ Conventions used below:
   MIG instance (nvidia_mig_uuid set). Framebuffer alerts fire on the instances, never on
   their parent as well.
 - The alert GPUWorkloadUtilizationDeviation needs the recording rules of
-  gpu-recording.yaml; every other alert stands alone.
+  gpu-recording.yaml, GPUIdleCostHigh those and gpu-prices.yaml (with a GPU price set);
+  every other alert stands alone.
 
 Runbook: rules/runbook.md (one section per alert; the anchor is the lower-cased name).`
 
@@ -39,7 +40,12 @@ Naming: level:metric:operations. Levels: namespace_pod_gpu (a pod on one GPU or 
 instance), namespace_pod, namespace, hw_model, node_resource (host_name and
 nvidia_gpu_resource_name), cluster_resource (nvidia_gpu_resource_name), cluster (no label),
 slurm_job_gpu (a Slurm job on one GPU or MIG instance), slurm_job (slurm_job_id, or
-slurm_job_sluid for Slurm 26.05+ SLUIDs: a job has one of the two).
+slurm_job_sluid for Slurm 26.05+ SLUIDs: a job has one of the two), and for the allocation
+funnel and costs namespace_workload_pod_gpu, namespace_workload (the namespace and
+k8s_attributes' deployment, statefulset, daemonset, job and cronjob names),
+namespace_workload_model and slurm_job_model (plus hw_model, the level prices apply to),
+node (host_name), node_pool (k8s_node_pool). Funnel and cost series keep a cluster label
+where the series carry one.
 
 "Hours" and "kWh" series hold the total over the trailing hour. To total a longer period,
 sample them once an hour: sum_over_time(namespace:gpu_allocated_hours:sum[30d:1h]).
@@ -51,7 +57,19 @@ A MIG instance and a time-slicing replica count as one device each. Allocation p
 resource name includes DRA drivers (nvidia_gpu_resource_name="gpu.nvidia.com").
 
 A Slurm job counts as on a GPU while the agent writes a per-job series for it
-(nvidia_gpu_job_*): while one of its processes runs there.`
+(nvidia_gpu_job_*): while one of its processes runs there.
+
+The funnel (gpus_total, gpus_allocated, gpus_active, gpus_effective, gpus_idle; GPU-hours
+gpu_hours_*:sum1h) counts GPUs by share instead: a MIG instance is its compute slices over
+its GPU's, a GPU shared by several pods or jobs is split between them by their
+utilization. Costs (gpu_cost_*) price those GPU-hours per GPU model with the series of
+gpu-prices.yaml (internal/pricing/prices.yaml); with no price set they are empty.`
+
+const pricesHeader = `GPU and energy prices for otelcol-gpu's cost recording rules (Prometheus 2.x rule
+file; promtool 2.42 syntax), written from internal/pricing/prices.yaml: edit that file,
+regenerate, reload. Load it with gpu-recording.yaml; the cost rules there multiply
+GPU-hours and kWh by these series. With no price set only cluster:gpu_price_configured:config
+is written, 0, and every cost rule is empty.`
 
 // Annotation fragments (Prometheus templates) that say where an alert is.
 const (

@@ -3,8 +3,9 @@ package rules
 // A Slurm job is on a GPU while the agent writes a per-job series for it, that is while
 // one of the job's processes runs there. Series name the job by slurm_job_id, or by
 // slurm_job_sluid where Slurm (26.05+) names job cgroups by SLUID; every rule keeps both
-// labels, so a job has exactly one of them set.
-const byJob = "slurm_job_id, slurm_job_sluid"
+// labels, so a job has exactly one of them set. cluster, where the series carry one, tells
+// apart the jobs of several Slurm clusters that write to one Prometheus.
+const byJob = "cluster, slurm_job_id, slurm_job_sluid"
 
 func slurmJobs() Group {
 	return Group{Name: "gpu-slurm.rules", Rules: []Rule{

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Fails when generated code is not what the generators produce from its sources (mdatagen's
 # from metadata.yaml, ocb's from builder-config.yaml and builder-config-agent.yaml, the dashboards and rule files from
-# dashboards/*.go, rules/*.go and internal/thresholds, the kube-prometheus-stack objects
+# dashboards/*.go, rules/*.go, internal/thresholds and internal/pricing/prices.yaml, the kube-prometheus-stack objects
 # from those), i.e. someone edited it by hand or forgot `make generate`. Leaves the
 # regenerated files in place so that `git diff` shows the fix.
 set -euo pipefail
@@ -29,6 +29,7 @@ generated=(
   dashboards
   rules/gpu-alerts.yaml
   rules/gpu-recording.yaml
+  rules/gpu-prices.yaml
   deploy/kubernetes/kube-prometheus-stack
   internal/gpuschema/receiver_generated.go
   processor/gatewaylimitsprocessor/internal/contractnames/names_generated.go

@@ -66,6 +66,19 @@ const (
 	BaselineMinHours = 24
 )
 
+// The allocation funnel and GPU costs (rules/funnel.go, rules/cost.go).
+const (
+	// IdleUtilizationRatio: a pod's (or Slurm job's) share of a GPU counts as active in
+	// the funnel while one of its processes holds framebuffer or its utilization is above
+	// this. The same as gpu_enrich's idle.threshold default, so that the funnel and
+	// nvidia.gpu.idle_while_allocated call the same GPUs idle (a test holds them equal).
+	IdleUtilizationRatio = 0.05
+	// IdleCostPerDay: GPUIdleCostHigh, a namespace's idle GPU cost (allocated - effective)
+	// over the last 24 hours, in the currency of internal/pricing/prices.yaml. With no
+	// GPU price set there is no cost and the alert never fires.
+	IdleCostPerDay = 100.0
+)
+
 // Collection.
 const (
 	// AttributionStaleSeconds: GPUAttributionStale, the age of the kubelet snapshot.

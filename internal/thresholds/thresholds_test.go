@@ -46,6 +46,7 @@ var alone = []struct {
 	{"GPUMemoryExhaustionPredicted", thresholds.MemoryGrowthMinShare},
 	{"GPUCorrectableECCErrorsRising", thresholds.CorrectedECCErrors6h},
 	{"GPUWorkloadUtilizationDeviation", thresholds.BaselineMinHours},
+	{"GPUIdleCostHigh", thresholds.IdleCostPerDay},
 }
 
 // TestAlertsDashboardsAndRunbookAgree: each threshold is a number in its alert's
@@ -95,6 +96,26 @@ func TestXIDClasses(t *testing.T) {
 	sels, err := promql.Selectors(alerts["GPUXidErrorFatal"])
 	require.NoError(t, err)
 	assert.Equal(t, `nvidia_gpu_xid=~"`+strings.Join(fatal, "|")+`"`, sels[0].Matchers[0].String())
+}
+
+// TestIdleUtilizationIsGPUEnrichDefault: the funnel's active tier and gpu_enrich's
+// idle-while-allocated use the same idle threshold (the processor's default, read from its
+// source so that this package does not import the collector).
+func TestIdleUtilizationIsGPUEnrichDefault(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join(root, "processor", "gpuenrichprocessor", "factory.go"))
+	require.NoError(t, err)
+	m := regexp.MustCompile(`Idle:\s*IdleConfig\{Threshold:\s*([0-9.]+)`).FindSubmatch(raw)
+	require.NotNil(t, m, "no idle threshold default in gpu_enrich's factory.go")
+	def, err := strconv.ParseFloat(string(m[1]), 64)
+	require.NoError(t, err)
+	assert.Equal(t, def, thresholds.IdleUtilizationRatio)
+	var active string
+	for _, r := range rules.All() {
+		if r.Record == "namespace_workload_pod_gpu:gpus_active:share" {
+			active = r.Expr
+		}
+	}
+	assert.Contains(t, numbers(t, active), thresholds.IdleUtilizationRatio)
 }
 
 func TestRunbookURL(t *testing.T) {
