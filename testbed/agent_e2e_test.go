@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"sort"
-	"strings"
 	"testing"
 	"time"
 
@@ -48,8 +47,8 @@ type agentNode struct {
 	// flags are extra command-line flags (e.g. --feature-gates).
 	flags []string
 	// binary is the collector to run: by default the node agent's lean build
-	// (proc.AgentBinary), or the full one (proc.CollectorBinary) with the dcgm-exporter
-	// compatibility overlays, which need it.
+	// (proc.AgentBinary), which the shipped DaemonSets and systemd unit start, the
+	// dcgm-exporter compatibility overlays included.
 	binary string
 }
 
@@ -105,15 +104,8 @@ func startAgentOn(t *testing.T, p *prom.Server, host, system, scenario string, n
 		"processors::gpu_enrich::kubelet::refresh_interval=1s",
 		"service::pipelines::metrics::processors=[memory_limiter,gpu_enrich,batch]",
 	}, node.sets...)
-	// The agent's build leaves out OTTL and the prometheus exporter that the dcgm-exporter
-	// compatibility overlays use (builder-config-agent.yaml), as docs/migrating-from-dcgm-exporter.md says.
 	if node.binary == "" {
 		node.binary = proc.AgentBinary(t)
-		for _, o := range node.overlays {
-			if strings.HasPrefix(filepath.Base(o), "dcgm-compat") {
-				node.binary = proc.CollectorBinary(t)
-			}
-		}
 	}
 	return proc.StartCollector(t, node.binary, "otelcol-gpu "+host, env, node.flags, configs, health, sets...)
 }

@@ -264,8 +264,9 @@ func CollectorBinary(t testing.TB) string {
 
 // AgentBinary is the node agent's lean build, otelcol-gpu-agent (builder-config-agent.yaml):
 // $OTELCOL_GPU_AGENT_BINARY, or the one `make build` writes. It runs configs/agent.yaml,
-// configs/agent-to-gateway.yaml and the overlays in deploy/config-overlays/; the gateway,
-// the dcgm-exporter compatibility overlays and the demo need the full build.
+// configs/agent-to-gateway.yaml, the dcgm-exporter compatibility overlays
+// (configs/dcgm-compat*.yaml) and the overlays in deploy/config-overlays/; the gateway and
+// the demo need the full build.
 func AgentBinary(t testing.TB) string {
 	t.Helper()
 	bin := os.Getenv("OTELCOL_GPU_AGENT_BINARY")
