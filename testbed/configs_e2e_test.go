@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/otelcol-gpu/otelcol-gpu/testbed/internal/proc"
@@ -46,6 +47,29 @@ func TestShippedConfigsValidate(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestDCGMGenerationIsChecked: every generation OTELCOL_GPU_DCGM_GENERATION documents
+// loads on the agent's build, with the scrape overlays too; any other value is refused at
+// start, naming the generation's processor that no file defines.
+func TestDCGMGenerationIsChecked(t *testing.T) {
+	for _, gen := range []string{"4.8", "4.8.3", "4.8.4", "4.9", "4.10"} {
+		for _, cfg := range []string{"dcgm-compat.yaml", "dcgm-compat-scrape-secure.yaml"} {
+			if out, err := validate(proc.AgentBinary(t), filepath.Join(proc.RepoRoot(), "configs", cfg), "OTELCOL_GPU_DCGM_GENERATION="+gen); err != nil {
+				t.Errorf("generation %s, %s: %v\n%s", gen, cfg, err, out)
+			}
+		}
+	}
+	for _, gen := range []string{"4.11", "latest", "4.7"} {
+		out, err := validate(proc.AgentBinary(t), filepath.Join(proc.RepoRoot(), "configs", "dcgm-compat.yaml"), "OTELCOL_GPU_DCGM_GENERATION="+gen)
+		if err == nil {
+			t.Errorf("generation %q accepted", gen)
+			continue
+		}
+		if want := `"transform/dcgm_generation_` + gen + `" which is not configured`; !strings.Contains(string(out), want) {
+			t.Errorf("generation %q: the error does not say %s:\n%s", gen, want, out)
+		}
 	}
 }
 

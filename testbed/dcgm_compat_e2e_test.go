@@ -210,8 +210,9 @@ var dcgmCommonExtraFields = []dcgmField{
 func TestDCGMCompatibilityEveryField(t *testing.T) {
 	uuids := simulatedUUIDs(t, "dgxh100")
 	node := fakeNode(t, uuids)
-	// Order matters: full.yaml's list of profiling activities (all of them) must win.
-	node.overlays = []string{"dcgm-compat.yaml", "../deploy/config-overlays/full.yaml"}
+	// full.yaml for the NVLink error totals, link 0's bytes and the inventory labels; it
+	// may come before or after the overlay (TestDCGMCompatOverlayInAnyOrderAndGeneration).
+	node.overlays = []string{"../deploy/config-overlays/full.yaml", "dcgm-compat.yaml"}
 	node.env = []string{"OTELCOL_GPU_DCGM_JOB=nvidia-dcgm-exporter", "OTELCOL_GPU_DCGM_POD_LABEL_PREFIX=exported_", "OTELCOL_GPU_DCGM_REPLACE_BLANKS_IN_MODEL_NAME=true"}
 	p := prom.Start(t, "")
 	startAgentOn(t, p, "e2e-dcgm-all", "dgxh100", "steady-training", node)
