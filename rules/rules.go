@@ -56,8 +56,14 @@ func Files() []File {
 	return []File{
 		{Name: "gpu-alerts.yaml", Header: alertsHeader, Groups: alertGroups()},
 		{Name: "gpu-recording.yaml", Header: recordingHeader, Groups: recordingGroups()},
-		{Name: "gpu-prices.yaml", Header: pricesHeader, Groups: []Group{priceGroup(pricing.Default())}},
+		PricesFile(pricing.Default()),
 	}
+}
+
+// PricesFile is gpu-prices.yaml written for the given prices: Files has it for the
+// committed internal/pricing/prices.yaml; the testbed writes one for prices of its own.
+func PricesFile(p pricing.Prices) File {
+	return File{Name: "gpu-prices.yaml", Header: pricesHeader, Groups: []Group{priceGroup(p)}}
 }
 
 // All returns every rule of every file, in file and group order.
@@ -77,6 +83,19 @@ func alertGroups() []Group {
 
 func recordingGroups() []Group {
 	return []Group{allocation(), energy(), utilizationRecords(), waste(), capacity(), baseline(), slurmJobs(), funnel(), funnelHours(), cost(), costPeriod()}
+}
+
+// RenderPrices renders gpu-prices.yaml alone from the prices of another price file,
+// source, instead of internal/pricing/prices.yaml (rules/gen -prices: a test's or a
+// demo's prices).
+func RenderPrices(p pricing.Prices, source string) (map[string][]byte, error) {
+	header := "Written from " + source + " (rules/gen -prices), not from " + pricing.File + ".\n\n" + pricesHeader
+	f := File{Name: "gpu-prices.yaml", Header: header, Groups: []Group{priceGroup(p)}}
+	data, err := f.YAML()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", f.Name, err)
+	}
+	return map[string][]byte{f.Name: data}, nil
 }
 
 // Render renders every rule file: file name to YAML.
