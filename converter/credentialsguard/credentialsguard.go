@@ -121,6 +121,14 @@ func (c converter) checkClient(where string, client map[string]any) []error {
 	return errs
 }
 
+// URLCredentials says why a URL holds a credential (user information, a secret in its
+// query, or a URL that does not parse), or "" when it holds none: the same check for the
+// repository's other clients (cmd/gpu-cost-report).
+func URLCredentials(raw string) string { return credentialsInURL(raw) }
+
+// IsSecretName says whether a header or query parameter name carries a credential.
+func IsSecretName(name string) bool { return isSecretName(name) }
+
 // credentialsInURL says why raw holds a credential, or "" when it does not. It does not
 // rely on url.Parse alone: a password with '/', '#' or '?' in it makes the URL unparsable
 // (or parse with the password as the host's port), and that must not let it through.
