@@ -2,7 +2,9 @@
 // foundation SDK, and renders them to the JSON files committed next to this file
 // (`make generate`).
 //
-// Every query reads raw metrics of the metric contract (no recording rules), from the
+// Every query reads raw metrics of the metric contract (no recording rules), but the GPU
+// cost dashboard's, which read the allocation funnel and cost recording rules and the
+// prices (rules/gpu-recording.yaml, rules/gpu-prices.yaml); every query reads the
 // Prometheus chosen in the `datasource` variable, and filters on cluster=~"$cluster" so the
 // dashboards work with and without a cluster label. Thresholds that alerts also use come
 // from internal/thresholds. MetricNames lists every metric the queries use, for a contract
@@ -41,7 +43,7 @@ type Dashboard struct {
 // All returns the dashboards, in a stable order.
 func All() []Dashboard {
 	var out []Dashboard
-	for _, build := range []func() *dashboard.DashboardBuilder{fleetOverview, nodeDetail, workloads, mig, alertsHealth} {
+	for _, build := range []func() *dashboard.DashboardBuilder{fleetOverview, nodeDetail, workloads, mig, alertsHealth, cost} {
 		d, err := build().Build()
 		if err != nil {
 			panic(fmt.Sprintf("dashboards: %v", err)) // a programming error: the tests build every dashboard
@@ -117,11 +119,15 @@ func (d Dashboard) JSON() ([]byte, error) {
 // them on, or the clock-event reasons gpu_enrich folds into throttle causes.
 const FullOverlay = "needs the full overlay: deploy/config-overlays/full.yaml"
 
-// Panel is one panel of a dashboard: its title, description and PromQL queries.
+// Panel is one panel of a dashboard: its title, description and PromQL queries, and what
+// it shows instead of some values: Texts maps a value ("0") to its text (value mappings),
+// NoValue is shown where the queries return nothing.
 type Panel struct {
 	Title       string
 	Description string
 	Queries     []string
+	Texts       map[string]string
+	NoValue     string
 }
 
 // NeedsFullOverlay tells whether the panel says that some of its data is off by default.
@@ -145,7 +151,19 @@ func (d Dashboard) Panels() ([]Panel, error) {
 			panels = append(panels, p.RowPanel.Panels...)
 		}
 		for _, panel := range panels {
-			out = append(out, Panel{Title: deref(panel.Title), Description: deref(panel.Description)})
+			p := Panel{Title: deref(panel.Title), Description: deref(panel.Description), Texts: map[string]string{}}
+			if fc := panel.FieldConfig; fc != nil {
+				p.NoValue = deref(fc.Defaults.NoValue)
+				for _, m := range fc.Defaults.Mappings {
+					if m.ValueMap == nil {
+						continue
+					}
+					for v, r := range m.ValueMap.Options {
+						p.Texts[v] = deref(r.Text)
+					}
+				}
+			}
+			out = append(out, p)
 			for _, t := range panel.Targets {
 				q, ok := t.(prometheus.Dataquery)
 				if !ok {

@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/promql/parser"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -30,12 +31,13 @@ var wantUIDs = map[string]string{
 	"gpu-workloads.json":      "gpu-workloads",
 	"gpu-mig.json":            "gpu-mig",
 	"gpu-alerts-health.json":  "gpu-alerts-health",
+	"gpu-cost.json":           "gpu-cost",
 }
 
 var (
 	allowedPanels    = map[string]bool{"row": true, "timeseries": true, "stat": true, "heatmap": true, "table": true, "bargauge": true, "gauge": true}
 	deprecatedPanels = map[string]bool{"graph": true, "singlestat": true, "table-old": true, "grafana-singlestat-panel": true, "grafana-piechart-panel": true, "grafana-worldmap-panel": true, "heatmap-old": true}
-	allowedVariables = map[string]bool{"datasource": true, "cluster": true, "node": true, "gpu": true, "namespace": true, "pod": true, "slurm_job_id": true, "slurm_job_sluid": true}
+	allowedVariables = map[string]bool{"datasource": true, "cluster": true, "node": true, "gpu": true, "namespace": true, "pod": true, "slurm_job_id": true, "slurm_job_sluid": true, "currency": true}
 	builtinVariables = map[string]bool{"__interval": true, "__rate_interval": true, "__range": true, "__range_s": true}
 	variableRef      = regexp.MustCompile(`\$\{?(\w+)`)
 	wantDatasource   = map[string]any{"type": "prometheus", "uid": "${datasource}"}
@@ -208,11 +210,13 @@ func TestVariables(t *testing.T) {
 			assert.Equal(t, "datasource", vars[0]["type"])
 			assert.Equal(t, "prometheus", vars[0]["query"])
 
-			var exprs []string
+			var exprs, titles []string
 			for _, p := range panels(d.model) {
 				for _, tg := range targets(p) {
 					exprs = append(exprs, tg["expr"].(string))
 				}
+				title, _ := p["title"].(string)
+				titles = append(titles, title)
 			}
 			all := strings.Join(exprs, "\n")
 			defined := map[string]bool{}
@@ -228,9 +232,10 @@ func TestVariables(t *testing.T) {
 				assert.Equal(t, wantDatasource, v["datasource"], "variable %q: datasource is not the variable", name)
 				q := v["query"].(string)
 				if name != "cluster" {
-					assert.Contains(t, q, `cluster=~"$cluster"`, "variable %q is not filtered by cluster", name)
+					assert.Regexp(t, `cluster=~"\$cluster\|?"`, q, "variable %q is not filtered by cluster", name)
 				}
-				assert.True(t, usesVariable(all, name), "variable %q is used by no panel query", name)
+				// A variable filters panel queries, or names something in titles (the currency).
+				assert.True(t, usesVariable(all, name) || usesVariable(strings.Join(titles, "\n"), name), "variable %q is used by no panel query or title", name)
 			}
 			// Every variable a query refers to is defined here, or is one of Grafana's.
 			for _, v := range vars {
@@ -277,7 +282,9 @@ func queries(t *testing.T, m map[string]any) (panelExprs, variableExprs []string
 }
 
 // TestEverySelectorFiltersOnCluster: every vector selector of every query carries
-// cluster=~"$cluster" (but the cluster variable's own query).
+// cluster=~"$cluster" (but the cluster variable's own query), or cluster=~"$cluster|" for
+// series the rules write without a cluster label (prices, per-model counts), which stay
+// when a cluster is chosen.
 func TestEverySelectorFiltersOnCluster(t *testing.T) {
 	for _, d := range parsed(t) {
 		t.Run(d.file, func(t *testing.T) {
@@ -287,7 +294,8 @@ func TestEverySelectorFiltersOnCluster(t *testing.T) {
 				require.NoError(t, err, e)
 				require.NotEmpty(t, sels, e)
 				for _, s := range sels {
-					assert.True(t, s.Has("cluster", labels.MatchRegexp, "$cluster"), "%s has no cluster filter in %s", s.Metric, e)
+					assert.True(t, s.Has("cluster", labels.MatchRegexp, "$cluster") || s.Has("cluster", labels.MatchRegexp, "$cluster|"),
+						"%s has no cluster filter in %s", s.Metric, e)
 				}
 			}
 		})
@@ -316,6 +324,28 @@ func TestMetricNames(t *testing.T) {
 	}
 	for _, n := range got {
 		assert.NotContains(t, []string{"by", "sum", "rate", "host_name", "hw_id", "k8s_pod_name", "le"}, n)
+	}
+}
+
+// TestLabelValuesTakeASelector: Grafana sends label_values(expr, label)'s expr to
+// Prometheus's series API as a match[] selector, which refuses anything else (a function,
+// an aggregation): such a variable would list nothing. query_result(expr) runs any PromQL.
+func TestLabelValuesTakeASelector(t *testing.T) {
+	for _, d := range parsed(t) {
+		for _, v := range variables(d.model) {
+			q, _ := v["query"].(string)
+			if v["type"] != "query" || !strings.HasPrefix(strings.TrimSpace(q), "label_values(") {
+				continue
+			}
+			expr, ok := dashboards.VariableExpr(q)
+			if !ok {
+				continue // label_values(label): no expression
+			}
+			parsed, err := promql.Parse(expr)
+			require.NoError(t, err, expr)
+			_, isSelector := parsed.(*parser.VectorSelector)
+			assert.True(t, isSelector, "%s: variable %v: label_values takes a series selector, not %s", d.file, v["name"], expr)
+		}
 	}
 }
 
