@@ -60,8 +60,8 @@ func Files() []File {
 	}
 }
 
-// PricesFile is gpu-prices.yaml written for the given prices: Files has it for the
-// committed internal/pricing/prices.yaml; the testbed writes one for prices of its own.
+// PricesFile is gpu-prices.yaml written for the given prices (Files: those of the
+// committed internal/pricing/prices.yaml).
 func PricesFile(p pricing.Prices) File {
 	return File{Name: "gpu-prices.yaml", Header: pricesHeader, Groups: []Group{priceGroup(p)}}
 }

@@ -121,6 +121,9 @@ scrape_configs:
 
 	time.Sleep(30 * time.Second) // windows fill, rates have two points, alerts fire
 	for _, d := range dashboards.All() {
+		if d.UID == costDashboardUID {
+			continue // it reads the cost rules, which need prices: TestCostDashboardQueriesReturnData
+		}
 		t.Run(d.File, func(t *testing.T) {
 			panels, err := d.Panels()
 			if err != nil {
