@@ -113,6 +113,17 @@ func TestNoKWhPrice(t *testing.T) {
 	assert.Contains(t, errOut, "no kWh price set")
 }
 
+// A job that never ran a process: no active series at all, so 0 active GPU-hours (not
+// an empty cell); effective stays empty where nothing measured it.
+func TestInactiveIsZero(t *testing.T) {
+	f := fleet()
+	f.jobs[0].tiers = [4]float64{1, -1, -1, -1}
+	srv := f.start(t)
+	code, out, errOut := run(t, nil, "--prometheus", srv.URL, period2h, "--end=2026-12-07T10:00:00Z", "--by", "job")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, ",4242,,NVIDIA H100 80GB HBM3,2,0,,,1.08,6,,,0.27,EUR\n")
+}
+
 // Data only from 09:00: the report is written, for what there is, and says so.
 func TestPeriodBeforeTheFirstSample(t *testing.T) {
 	f := fleet()

@@ -64,6 +64,12 @@ func build(c *collected, o options) (*report, error) {
 
 	owners := make([]*owner, 0, len(c.owners))
 	for _, ow := range c.owners {
+		// The rules record the active share only while it is active: an allocated owner
+		// with no active series was active 0 hours (effective, by contrast, is absent
+		// where nothing measures it, and stays empty).
+		if ow.f[hoursAllocated].OK && !ow.f[hoursActive].OK {
+			ow.f[hoursActive] = figure{OK: true}
+		}
 		owners = append(owners, ow)
 	}
 	r.Warnings = append(r.Warnings, priceCosts(owners, c.prices, c.coverage)...)
