@@ -18,7 +18,7 @@ MDATAGEN  := $(BIN)/mdatagen
 COLLECTOR := distribution/otelcol-gpu
 GO_PKGS   := ./...
 
-.PHONY: run test rules unit fuzz e2e e2e-compat deploy-test build generate lint bench bench-go bench-pipelines bench-gateway deps tools check-versions check-generated test-gpu clean
+.PHONY: run cost-report-demo test rules unit fuzz e2e e2e-compat deploy-test build generate lint bench bench-go bench-pipelines bench-gateway deps tools check-versions check-generated test-gpu clean
 
 DEMO_DIR := $(CURDIR)/.run
 
@@ -31,6 +31,13 @@ run: build $(BIN)/fake-kubelet
 
 $(BIN)/fake-kubelet: FORCE
 	go build -o $@ ./cmd/fake-kubelet
+
+## cost-report-demo: the chargeback report on make run's simulated fleet: Prometheus 3 (bin/, make deps) scrapes it with the recording rules and the example prices (internal/pricing/prices.example.yaml) for COST_DEMO_MINUTES (5), then cmd/gpu-cost-report prints those minutes as CSV (scripts/cost-report-demo.sh)
+cost-report-demo: build $(BIN)/fake-kubelet $(BIN)/gpu-cost-report
+	scripts/cost-report-demo.sh
+
+$(BIN)/gpu-cost-report: FORCE
+	go build -o $@ ./cmd/gpu-cost-report
 
 FORCE:
 

@@ -1,6 +1,7 @@
 package pricing
 
 import (
+	"os"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -12,6 +13,18 @@ func TestDefaultParses(t *testing.T) {
 	_, err := Parse(embedded)
 	require.NoError(t, err)
 	assert.NotPanics(t, func() { Default() })
+}
+
+// TestExampleParses: prices.example.yaml (make cost-report-demo's prices) parses and sets
+// something, a price per GPU-hour and per kWh.
+func TestExampleParses(t *testing.T) {
+	data, err := os.ReadFile("prices.example.yaml")
+	require.NoError(t, err)
+	p, err := Parse(data)
+	require.NoError(t, err)
+	assert.NotEmpty(t, p.Models())
+	assert.NotNil(t, p.EnergyKWh)
+	assert.NotEmpty(t, p.Currency)
 }
 
 func TestParse(t *testing.T) {
