@@ -42,6 +42,10 @@ for overlay in gateway-agent-identity gateway-agent-identity-remote-write-bearer
     copies+=("deploy/config-overlays/$overlay.yaml $dir/$overlay.yaml")
   done
 done
+# The node pool on the agents (components/node-pool merges it into the agent ConfigMap;
+# agent.nodePoolLabel in the chart).
+copies+=("deploy/config-overlays/node-pool.yaml deploy/kubernetes/components/node-pool/node-pool.yaml")
+copies+=("deploy/config-overlays/node-pool.yaml deploy/helm/otelcol-gpu/files/node-pool.yaml")
 
 stale=0
 for pair in "${copies[@]}"; do

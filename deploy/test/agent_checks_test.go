@@ -319,14 +319,17 @@ var wantAgentRules = []rbacv1.PolicyRule{{
 	Verbs:     []string{"get", "list", "watch"},
 }}
 
-func checkRBAC(t *testing.T, o *objects, role, account, namespace string) {
+// checkRBAC: the agent's ClusterRole has exactly wantAgentRules, then extra (the nodes
+// rule of the node pool), bound to account in namespace.
+func checkRBAC(t *testing.T, o *objects, role, account, namespace string, extra ...rbacv1.PolicyRule) {
 	t.Helper()
 	cr, ok := o.clusterRoles[role]
 	if !ok {
 		t.Fatalf("no ClusterRole %s in %v", role, o.names())
 	}
-	if !reflect.DeepEqual(cr.Rules, wantAgentRules) {
-		t.Errorf("ClusterRole %s rules = %+v, want exactly %+v", role, cr.Rules, wantAgentRules)
+	want := append(slices.Clone(wantAgentRules), extra...)
+	if !reflect.DeepEqual(cr.Rules, want) {
+		t.Errorf("ClusterRole %s rules = %+v, want exactly %+v", role, cr.Rules, want)
 	}
 	if len(o.clusterRoles) != 1 {
 		t.Errorf("want one ClusterRole, got %v", keys(o.clusterRoles))
@@ -338,9 +341,9 @@ func checkRBAC(t *testing.T, o *objects, role, account, namespace string) {
 	if crb.RoleRef.Kind != "ClusterRole" || crb.RoleRef.Name != role {
 		t.Errorf("binding refers to %+v", crb.RoleRef)
 	}
-	want := []rbacv1.Subject{{Kind: "ServiceAccount", Name: account, Namespace: namespace}}
-	if !reflect.DeepEqual(crb.Subjects, want) {
-		t.Errorf("binding subjects = %+v, want %+v", crb.Subjects, want)
+	subjects := []rbacv1.Subject{{Kind: "ServiceAccount", Name: account, Namespace: namespace}}
+	if !reflect.DeepEqual(crb.Subjects, subjects) {
+		t.Errorf("binding subjects = %+v, want %+v", crb.Subjects, subjects)
 	}
 	if _, ok := o.accounts[account]; !ok {
 		t.Errorf("no ServiceAccount %s", account)

@@ -43,7 +43,7 @@ type renderedSet struct {
 // gatewayComponents those that modify the gateway tier (applied over overlays/gateway-mode;
 // the per-agent identity components patch its agents too).
 var (
-	agentComponents   = []string{"non-root", "remote-write-auth-basic", "remote-write-auth-bearer", "remote-write-tls", "remote-write-wal", "runtime-class-nvidia"}
+	agentComponents   = []string{"non-root", "node-pool", "remote-write-auth-basic", "remote-write-auth-bearer", "remote-write-tls", "remote-write-wal", "runtime-class-nvidia"}
 	gatewayComponents = []string{"remote-write-auth-bearer", "remote-write-tls", "remote-write-wal", "gateway-agent-identity", "gateway-agent-identity-remote-write-bearer"}
 )
 
@@ -69,6 +69,8 @@ func renderedSets(t *testing.T) []renderedSet {
 	for _, c := range gatewayComponents {
 		sets = append(sets, renderedSet{"kustomize gateway-mode + " + c, kustomizeBuild(t, "overlays/apply-gw-"+c, overlay("../gateway-mode", c))})
 	}
+	// The node pool patches the agents, which gateway-mode runs too.
+	sets = append(sets, renderedSet{"kustomize gateway-mode + node-pool", kustomizeBuild(t, "overlays/apply-gw-node-pool", overlay("../gateway-mode", "node-pool"))})
 	for _, file := range valuesFiles(t) {
 		name := "helm defaults"
 		if file != "" {
@@ -439,12 +441,16 @@ func inNamespace(ns string) string {
 // TestLeastPrivilege: the agent's and the gateway's ServiceAccounts, as each shipped form
 // binds them, may do exactly what they need and nothing else, as the API server's RBAC
 // authorizer answers it for every verb on every resource it serves. What a ServiceAccount
-// may do with no binding at all (review its own access, discovery) is the baseline.
+// may do with no binding at all (review its own access, discovery) is the baseline. Nodes
+// may be read only where the form turns the node pool on.
 func TestLeastPrivilege(t *testing.T) {
 	agentNeeds := []string{
 		"get pods", "list pods", "watch pods",
 		"get resourceslices.resource.k8s.io", "list resourceslices.resource.k8s.io", "watch resourceslices.resource.k8s.io",
 	}
+	// With the node pool on (components/node-pool, agent.nodePoolLabel): the agent's Node
+	// too, which RBAC can grant only as every Node.
+	nodePoolNeeds := append(slices.Clone(agentNeeds), "get nodes", "list nodes", "watch nodes")
 	for _, tc := range []struct {
 		name    string
 		o       func(t *testing.T) *objects
@@ -453,18 +459,27 @@ func TestLeastPrivilege(t *testing.T) {
 		// anonymousDiscovery: the form lets unauthenticated clients read the
 		// service-account issuer's discovery document and keys (and nothing else).
 		anonymousDiscovery bool
+		// nodePool: the form turns the node pool on.
+		nodePool bool
 	}{
-		{"kustomize base", func(t *testing.T) *objects { return kustomizeBuild(t, "base", "") }, "otelcol-gpu-agent", "", false},
-		{"kustomize gateway-mode", func(t *testing.T) *objects { return kustomizeBuild(t, "overlays/gateway-mode", "") }, "otelcol-gpu-agent", "otelcol-gpu-gateway", false},
+		{"kustomize base", func(t *testing.T) *objects { return kustomizeBuild(t, "base", "") }, "otelcol-gpu-agent", "", false, false},
+		{"kustomize gateway-mode", func(t *testing.T) *objects { return kustomizeBuild(t, "overlays/gateway-mode", "") }, "otelcol-gpu-agent", "otelcol-gpu-gateway", false, false},
 		{"helm gateway-values", func(t *testing.T) *objects {
 			return helmTemplate(t, filepath.Join(chartDir(t), "ci", "gateway-values.yaml"))
-		}, "otelcol-gpu-agent", "otelcol-gpu-gateway", false},
+		}, "otelcol-gpu-agent", "otelcol-gpu-gateway", false, false},
 		{"operator", func(t *testing.T) *objects {
 			return decodeManifests(t, readRepoFile(t, "deploy/kubernetes/operator/otelcol-gpu.yaml"))
-		}, "otelcol-gpu-agent", "", false},
+		}, "otelcol-gpu-agent", "", false, false},
 		{"helm gateway-identity-values", func(t *testing.T) *objects {
 			return helmTemplate(t, filepath.Join(chartDir(t), "ci", "gateway-identity-values.yaml"))
-		}, "otelcol-gpu-agent", "otelcol-gpu-gateway", true},
+		}, "otelcol-gpu-agent", "otelcol-gpu-gateway", true, false},
+		{"kustomize base + node-pool", func(t *testing.T) *objects {
+			return kustomizeBuild(t, "overlays/lp-node-pool", "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"+
+				"resources:\n  - ../../base\ncomponents:\n  - ../../components/node-pool\n")
+		}, "otelcol-gpu-agent", "", false, true},
+		{"helm agent.nodePoolLabel", func(t *testing.T) *objects {
+			return helmTemplateValues(t, map[string]any{"agent": map[string]any{"nodePoolLabel": "karpenter.sh/nodepool"}})
+		}, "otelcol-gpu-agent", "", false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			// A fresh API server: no binding of another form may grant anything here.
@@ -514,7 +529,11 @@ func TestLeastPrivilege(t *testing.T) {
 				}
 			}
 			if tc.agentSA != "" {
-				check(tc.agentSA, "otelcol-gpu", agentNeeds)
+				needs := agentNeeds
+				if tc.nodePool {
+					needs = nodePoolNeeds
+				}
+				check(tc.agentSA, "otelcol-gpu", needs)
 			}
 			if tc.gwSA != "" {
 				// The gateway has a namespace of its own (Pod Security "restricted").

@@ -179,7 +179,8 @@ func TestHelmFullValues(t *testing.T) {
 	o := helmTemplate(t, filepath.Join(chartDir(t), "ci", "full-values.yaml"))
 	spec := o.daemonSet(t, "otelcol-gpu-agent").Spec.Template.Spec
 	checkAgentPod(t, spec, agentExpect{kubelet: true, processes: false})
-	checkRBAC(t, o, "otelcol-gpu-agent", "otelcol-gpu-agent", releaseNamespace)
+	// agent.nodePoolLabel: the agents may read nodes (TestHelmNodePool).
+	checkRBAC(t, o, "otelcol-gpu-agent", "otelcol-gpu-agent", releaseNamespace, nodesRule)
 	if spec.RuntimeClassName == nil || *spec.RuntimeClassName != "nvidia" {
 		t.Error("runtimeClassName nvidia not rendered")
 	}
@@ -190,6 +191,7 @@ func TestHelmFullValues(t *testing.T) {
 	c := spec.Containers[0]
 	want := []string{
 		"--config=/etc/otelcol-gpu/config/agent.yaml",
+		nodePoolArg,
 		// Before overrides.yaml, whose pipeline adds the extra exporter to the WAL's.
 		"--config=/etc/otelcol-gpu/config/remote-write-wal.yaml",
 		"--config=/etc/otelcol-gpu/config/overrides.yaml",
@@ -230,6 +232,9 @@ func TestHelmFullValues(t *testing.T) {
 	env := envMap(c)
 	if env["OTELCOL_GPU_INTERVAL"].Value != "5s" || env["PROMETHEUS_REMOTE_WRITE_URL"].Value != "https://mimir.example.com/api/v1/push" {
 		t.Errorf("interval/url not mapped to the environment: %+v", env)
+	}
+	if env[nodePoolEnv].Value != "cloud.google.com/gke-nodepool" {
+		t.Errorf("%s = %q: agent.nodePoolLabel not rendered", nodePoolEnv, env[nodePoolEnv].Value)
 	}
 	if env["REMOTE_WRITE_BEARER_TOKEN_FILE"].Value != "/etc/otelcol-gpu/auth/token" {
 		t.Error("bearer token file not set")

@@ -9,7 +9,7 @@ import (
 // TestOTLPPromotesWhatRemoteWritePromotes: deploy/prometheus/otlp.yaml lists, by exact
 // name, every resource attribute that configs/agent.yaml's remote-write promotes by
 // pattern — those the receiver and gpu_enrich declare in their metadata.yaml and those
-// k8s_attributes extracts —, so the native OTLP path labels series as remote-write does on
+// k8s_attributes extracts, deploy/config-overlays/node-pool.yaml included —, so the native OTLP path labels series as remote-write does on
 // every kind of node (Kubernetes, MIG, Slurm) and with every opt-in attribute on.
 func TestOTLPPromotesWhatRemoteWritePromotes(t *testing.T) {
 	agent := loadYAML(t, "configs/agent.yaml")
@@ -38,8 +38,12 @@ func TestOTLPPromotesWhatRemoteWritePromotes(t *testing.T) {
 	for _, m := range k8s["metadata"].([]any) {
 		attrs = append(attrs, m.(string))
 	}
-	for _, l := range k8s["labels"].([]any) {
-		attrs = append(attrs, l.(map[string]any)["tag_name"].(string))
+	// With the node-pool overlay's labels too (its list holds agent.yaml's and the pool).
+	overlay := loadYAML(t, "deploy/config-overlays/node-pool.yaml")
+	for _, labels := range []any{k8s["labels"], dig(overlay, "processors", "k8s_attributes", "extract", "labels")} {
+		for _, l := range labels.([]any) {
+			attrs = append(attrs, l.(map[string]any)["tag_name"].(string))
+		}
 	}
 	var want []string
 	for _, a := range attrs {

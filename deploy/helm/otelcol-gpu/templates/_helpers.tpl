@@ -278,6 +278,10 @@ label its self-metrics with it); the collector refuses both too (converter/crede
 
 {{- define "otelcol-gpu.agentConfigFiles" -}}
 {{- $files := list (include "otelcol-gpu.agentBaseFile" .) -}}
+{{- /* k8s_attributes' extract.labels, the base's and the pool's (agent.nodePoolLabel). */ -}}
+{{- if .Values.agent.nodePoolLabel -}}
+{{- $files = append $files "node-pool.yaml" -}}
+{{- end -}}
 {{- /* The WAL overlay sets the pipeline's exporters; overrides.yaml, after it, may list more. */ -}}
 {{- if and (not .Values.gateway.enabled) (include "otelcol-gpu.walFile" .) -}}
 {{- $files = append $files (include "otelcol-gpu.walFile" .) -}}
