@@ -70,15 +70,23 @@ var k8sPods = []k8sPod{
 // place of the in-cluster token. extraSets go after those (e.g. the delete grace period).
 func startK8sAgent(t *testing.T, p *prom.Server, s *kubeapi.Server, host string, extraSets ...string) *proc.Process {
 	t.Helper()
+	return startK8sAgentAs(t, p, s, host, "otelcol-gpu-agent", nil, nil, extraSets...)
+}
+
+// startK8sAgentAs is startK8sAgent as the ServiceAccount otelcol-gpu/account, with config
+// overlays (relative to configs/, merged after agent.yaml) and extra environment.
+func startK8sAgentAs(t *testing.T, p *prom.Server, s *kubeapi.Server, host, account string, overlays, env []string, extraSets ...string) *proc.Process {
+	t.Helper()
 	uuids := simulatedUUIDs(t, "dgxh100")
-	kubeconfig := s.WriteKubeconfig(t, s.Token(t, "otelcol-gpu", "otelcol-gpu-agent"), "otelcol-gpu")
+	kubeconfig := s.WriteKubeconfig(t, s.Token(t, "otelcol-gpu", account), "otelcol-gpu")
 	node := k8sFakeNode(t, uuids)
+	node.overlays = overlays
 	node.sets = append([]string{
 		"processors::k8s_attributes::auth_type=kubeConfig",
 		"processors::gpu_enrich::kube_api::auth_type=kubeConfig",
 		"service::pipelines::metrics::processors=[memory_limiter,gpu_enrich,k8s_attributes,batch]",
 	}, extraSets...)
-	node.env = []string{"KUBECONFIG=" + kubeconfig, "K8S_NODE_NAME=" + k8sNode}
+	node.env = append([]string{"KUBECONFIG=" + kubeconfig, "K8S_NODE_NAME=" + k8sNode}, env...)
 	return startAgentOn(t, p, host, "dgxh100", "steady-training", node)
 }
 
@@ -177,6 +185,53 @@ func applyShippedAgentRBAC(t *testing.T, s *kubeapi.Server) {
 	}
 }
 
+// nodePoolRule is the rule deploy/kubernetes/components/node-pool adds to the agent's
+// ClusterRole, read from the component: its one JSON patch on ClusterRole
+// otelcol-gpu-agent, one `add` of one rule at the end of the rules.
+func nodePoolRule(t *testing.T) rbacv1.PolicyRule {
+	t.Helper()
+	const rel = "deploy/kubernetes/components/node-pool/kustomization.yaml"
+	raw, err := os.ReadFile(filepath.Join(proc.RepoRoot(), rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var k struct {
+		Patches []struct {
+			Target struct{ Kind, Name string }
+			Patch  string
+		}
+	}
+	if err := utilyaml.Unmarshal(raw, &k); err != nil {
+		t.Fatalf("%s: %v", rel, err)
+	}
+	var rules []rbacv1.PolicyRule
+	for _, p := range k.Patches {
+		if p.Target.Kind != "ClusterRole" {
+			continue
+		}
+		if p.Target.Name != "otelcol-gpu-agent" {
+			t.Fatalf("%s patches ClusterRole %q, want otelcol-gpu-agent", rel, p.Target.Name)
+		}
+		var ops []struct {
+			Op, Path string
+			Value    rbacv1.PolicyRule
+		}
+		if err := utilyaml.Unmarshal([]byte(p.Patch), &ops); err != nil {
+			t.Fatalf("%s: the ClusterRole patch: %v", rel, err)
+		}
+		for _, op := range ops {
+			if op.Op != "add" || op.Path != "/rules/-" {
+				t.Fatalf("%s: the ClusterRole patch does %s %s, want add /rules/-", rel, op.Op, op.Path)
+			}
+			rules = append(rules, op.Value)
+		}
+	}
+	if len(rules) != 1 {
+		t.Fatalf("%s adds %d ClusterRole rules, want 1: %+v", rel, len(rules), rules)
+	}
+	return rules[0]
+}
+
 // gpuLabels is each GPU's (by index) label set of one GPU series on host, as written in
 // the last 5 s: a series whose labels changed stays visible for Prometheus's 5-minute
 // lookback under its old labels, since nothing marks it stale.
@@ -262,6 +317,108 @@ func TestK8sAttributesFromTheAPIServer(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestK8sNodePoolFromTheNodeLabel: deploy/config-overlays/node-pool.yaml on the shipped
+// agent, against a real API server that holds the agent's Node with a GKE pool label, under
+// the shipped role plus the rule components/node-pool adds (as `kubectl apply -k` with the
+// component would leave it): every GPU a pod holds carries the label's value as
+// k8s_node_pool, with its workload labels; a GPU no pod holds carries none. The Node is
+// watched: a new value follows. A second agent with the overlay under the shipped role
+// alone (no nodes) keeps its workload labels and gets no pool, and logs the refusal, which
+// names its own Node: it asked for that one only (a field selector on the name).
+func TestK8sNodePoolFromTheNodeLabel(t *testing.T) {
+	const poolLabel = "cloud.google.com/gke-nodepool"
+	ctx := context.Background()
+	s := kubeapi.Start(t)
+	applyShippedAgentRBAC(t, s)
+	createK8sPods(t, s)
+	if _, err := s.Client.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{
+		Name: k8sNode, Labels: map[string]string{poolLabel: "h100-spot", "kubernetes.io/hostname": k8sNode},
+	}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	// The shipped role alone, for the second agent's own ServiceAccount.
+	role, err := s.Client.RbacV1().ClusterRoles().Get(ctx, "otelcol-gpu-agent", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const withoutNodes = "otelcol-gpu-agent-without-nodes"
+	s.EnsureServiceAccount(t, "otelcol-gpu", withoutNodes)
+	if _, err := s.Client.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: withoutNodes}, Rules: role.Rules,
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Client.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: withoutNodes},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: withoutNodes},
+		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: withoutNodes, Namespace: "otelcol-gpu"}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The component's rule on the shipped role.
+	role.Rules = append(role.Rules, nodePoolRule(t))
+	if _, err := s.Client.RbacV1().ClusterRoles().Update(ctx, role, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	p := prom.Start(t, "")
+	overlay := []string{"../deploy/config-overlays/node-pool.yaml"}
+	env := []string{"OTELCOL_GPU_NODE_POOL_LABEL=" + poolLabel}
+	startK8sAgentAs(t, p, s, "e2e-k8s-pool", "otelcol-gpu-agent", overlay, env)
+	refused := startK8sAgentAs(t, p, s, "e2e-k8s-pool-refused", withoutNodes, overlay, env)
+
+	pooled := func(host, pool string) func() error {
+		return func() error {
+			got, err := gpuLabels(p, host)
+			if err != nil {
+				return err
+			}
+			for gpu, l := range got {
+				held := l["k8s_pod_label_app"] != ""
+				switch {
+				case gpu == "4" || gpu == "6" || gpu == "7":
+					if held || l["k8s_node_pool"] != "" {
+						return fmt.Errorf("GPU %s (no pod) is labelled %v", gpu, l)
+					}
+				case !held || l["k8s_node_name"] != k8sNode:
+					return fmt.Errorf("GPU %s: no workload labels from the API server yet: %v", gpu, l)
+				case l["k8s_node_pool"] != pool:
+					return fmt.Errorf("GPU %s: k8s_node_pool=%q, want %q (labels %v)", gpu, l["k8s_node_pool"], pool, l)
+				}
+			}
+			if got["0"]["k8s_deployment_name"] != "trainer" {
+				return fmt.Errorf("GPU 0: %v", got["0"])
+			}
+			return nil
+		}
+	}
+	prom.Eventually(t, 90*time.Second, "the node pool on the pods' GPUs", pooled("e2e-k8s-pool", "h100-spot"))
+
+	// Started with the first and as long ago: without the nodes rule, workload labels and
+	// no pool.
+	prom.Eventually(t, 30*time.Second, "workload labels without the nodes rule", pooled("e2e-k8s-pool-refused", ""))
+	// The API server names the one Node the list asked for: k8s_attributes lists with the
+	// field selector metadata.name=$K8S_NODE_NAME, not every Node.
+	prom.Eventually(t, 30*time.Second, "a log line naming the refused Node", func() error {
+		want := `nodes \"` + k8sNode + `\" is forbidden`
+		if out := refused.Output(); !strings.Contains(out, want) || !strings.Contains(out, `cannot list resource \"nodes\"`) {
+			return fmt.Errorf("no %s ... cannot list resource \"nodes\" in the agent's log", want)
+		}
+		return nil
+	})
+
+	node, err := s.Client.CoreV1().Nodes().Get(ctx, k8sNode, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	node.Labels[poolLabel] = "h100-reserved"
+	if _, err := s.Client.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	prom.Eventually(t, 60*time.Second, "the Node's new pool", pooled("e2e-k8s-pool", "h100-reserved"))
 }
 
 // TestK8sAttributesSurvivesAPIServerFaults: the API server refusing the agent (no role),
