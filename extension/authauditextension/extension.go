@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -16,6 +14,8 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
+
+	"github.com/otelcol-gpu/otelcol-gpu/internal/topcounts"
 )
 
 // Reasons a request is refused, the metric's `reason` attribute.
@@ -232,32 +232,10 @@ func (a *auditor) flush() {
 	a.logger.Warn("Authentication refusals",
 		zap.String("authenticator", a.cfg.Authenticator.String()),
 		zap.Int("count", total), zap.Time("since", a.since),
-		zap.String("by_reason", formatCounts(a.byReason, len(a.byReason))),
-		zap.String("top_clients", formatCounts(a.byClient, a.cfg.TopClients)),
+		zap.String("by_reason", topcounts.Format(a.byReason, len(a.byReason))),
+		zap.String("top_clients", topcounts.Format(a.byClient, a.cfg.TopClients)),
 		zap.String("last_error", a.lastError))
 	a.byReason, a.byClient = map[string]int{}, map[string]int{}
-}
-
-// formatCounts writes the n largest counts as "key=count, …", largest first.
-func formatCounts(counts map[string]int, n int) string {
-	keys := make([]string, 0, len(counts))
-	for k := range counts {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool {
-		if counts[keys[i]] != counts[keys[j]] {
-			return counts[keys[i]] > counts[keys[j]]
-		}
-		return keys[i] < keys[j]
-	})
-	if len(keys) > n {
-		keys = keys[:n]
-	}
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%s=%d", k, counts[k])
-	}
-	return strings.Join(parts, ", ")
 }
 
 // clientOf is the request's client host (without its port), as the collector's HTTP and

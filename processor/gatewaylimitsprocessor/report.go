@@ -2,9 +2,6 @@ package gatewaylimitsprocessor // import "github.com/otelcol-gpu/otelcol-gpu/pro
 
 import (
 	"context"
-	"fmt"
-	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -12,6 +9,8 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
+
+	"github.com/otelcol-gpu/otelcol-gpu/internal/topcounts"
 )
 
 // Reasons a point is refused: the counter's `reason` attribute.
@@ -186,29 +185,7 @@ func (r *reporter) flush() {
 	r.lastLogged = r.now()
 	r.logger.Warn("Points refused by gateway limits (summary)",
 		zap.Int64("points", total), zap.Time("since", r.since),
-		zap.String("by_reason", formatCounts(r.byReason, len(r.byReason))),
-		zap.String("top_clients", formatCounts(r.byClient, topClients)))
+		zap.String("by_reason", topcounts.Format(r.byReason, len(r.byReason))),
+		zap.String("top_clients", topcounts.Format(r.byClient, topClients)))
 	r.byReason, r.byClient = map[string]int64{}, map[string]int64{}
-}
-
-// formatCounts writes the n largest counts as "key=count, …", largest first.
-func formatCounts(counts map[string]int64, n int) string {
-	keys := make([]string, 0, len(counts))
-	for k := range counts {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool {
-		if counts[keys[i]] != counts[keys[j]] {
-			return counts[keys[i]] > counts[keys[j]]
-		}
-		return keys[i] < keys[j]
-	})
-	if len(keys) > n {
-		keys = keys[:n]
-	}
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%s=%d", k, counts[k])
-	}
-	return strings.Join(parts, ", ")
 }

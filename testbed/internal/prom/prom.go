@@ -159,25 +159,7 @@ func (s *Server) Query(q string) ([]Sample, error) {
 	if err != nil {
 		return nil, err
 	}
-	if r.Data.ResultType != "vector" {
-		return nil, fmt.Errorf("query %q: result is a %s, not a vector", q, r.Data.ResultType)
-	}
-	out := make([]Sample, 0, len(r.Data.Result))
-	for _, raw := range r.Data.Result {
-		var v struct {
-			Metric map[string]string `json:"metric"`
-			Value  [2]any            `json:"value"`
-		}
-		if err := json.Unmarshal(raw, &v); err != nil {
-			return nil, err
-		}
-		f, err := parseValue(v.Value[1])
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, Sample{Labels: v.Metric, Value: f})
-	}
-	return out, nil
+	return vector(q, r)
 }
 
 // Metadata is Prometheus's /api/v1/metadata: each metric family's type, help and unit, as
